@@ -1,0 +1,374 @@
+// fusekit: the command line. Wiring only: parse, validate everything before
+// touching the database, then call the modules.
+//
+//   fusekit list
+//   fusekit tune --arch sm_90 [--pattern NAME ...|--expr TEXT] [--dtype f32,bf16]
+//                [--sizes 4096,65536] [--db FILE] [--budget N] [--backend nvrtc,halide] [--model]
+//   fusekit db show|export|import --db FILE [JSONL]
+//   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
+//   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0"]
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "common/errors.h"
+#include "generator/candidate_workload.h"
+#include "generator/catalog.h"
+#include "generator/cuda_c_printer.h"
+#include "generator/expr_parser.h"
+#include "generator/halide_backend.h"
+#include "generator/nvrtc_compiler.h"
+#include "fusekit/shape_bucket.h"
+#include "search/tuner.h"
+#include "tunedb/tune_db.h"
+
+#ifndef FUSEKIT_VERSION
+#define FUSEKIT_VERSION "0.0.0"
+#endif
+
+namespace po = boost::program_options;
+
+namespace fusekit {
+namespace {
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::stringstream s(item);
+    std::string part;
+    while (std::getline(s, part, ','))
+      if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+std::vector<DType> parse_dtypes(const std::vector<std::string>& items) {
+  std::vector<DType> out;
+  for (const auto& d : split_list(items)) {
+    auto dt = parse_dtype(d);
+    if (!dt) throw UserError("unknown dtype '" + d + "'; known: f32 f16 bf16");
+    out.push_back(*dt);
+  }
+  if (out.empty()) throw UserError("--dtype is empty; give e.g. --dtype f32,bf16");
+  return out;
+}
+
+std::vector<int64_t> parse_sizes(const std::vector<std::string>& items) {
+  std::vector<int64_t> out;
+  for (const auto& s : split_list(items)) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || v <= 0)
+      throw UserError("malformed size '" + s + "'; sizes are positive element counts, e.g. --sizes 4096,65536");
+    out.push_back(v);
+  }
+  if (out.empty()) throw UserError("--sizes is empty; give e.g. --sizes 4096,65536");
+  return out;
+}
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+int cmd_list() {
+  std::printf("%-22s %-7s %s\n", "pattern", "layout", "computes");
+  for (const auto& c : catalog()) std::printf("%-22s %-7s %s\n", c.name.c_str(), layout_name(c.layout), c.description.c_str());
+  return 0;
+}
+
+std::vector<FusionCandidate> selected_candidates(const po::variables_map& vm) {
+  std::vector<FusionCandidate> out;
+  if (vm.count("expr") && vm.count("pattern"))
+    throw UserError("give --pattern or --expr, not both");
+  if (vm.count("expr")) {
+    out.push_back(parse_expression(vm["expr"].as<std::string>()));
+  } else if (vm.count("pattern")) {
+    for (const auto& name : split_list(vm["pattern"].as<std::vector<std::string>>())) out.push_back(find_pattern(name));
+  } else {
+    out = catalog();
+  }
+  return out;
+}
+
+int cmd_tune(const po::variables_map& vm) {
+  if (!vm.count("arch")) throw UserError("tune needs --arch, e.g. --arch sm_90; known: " + known_arch_names());
+  const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
+  const std::vector<FusionCandidate> cands = selected_candidates(vm);
+  const std::vector<DType> dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
+  const std::vector<int64_t> sizes = parse_sizes(vm["sizes"].as<std::vector<std::string>>());
+  std::vector<Backend> backends;
+  for (const auto& b : split_list(vm["backend"].as<std::vector<std::string>>())) backends.push_back(parse_backend(b));
+  const int budget = vm["budget"].as<int>();
+  if (budget < 1) throw UserError("--budget " + std::to_string(budget) + " must be at least 1");
+  const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
+
+  // Measurer: the GPU when it is the requested arch, else the analytic model.
+  std::unique_ptr<Measurer> measurer;
+  std::string why_model;
+  if (vm.count("model")) {
+    why_model = "--model given";
+  } else {
+    try {
+      measurer = make_gpu_measurer();
+      if (measurer->device().arch != arch.arch) {
+        why_model = "the GPU here is " + measurer->device().gpu_name + " (" + measurer->device().arch.name() + ")";
+        measurer.reset();
+      }
+    } catch (const UserError& e) {
+      why_model = e.what();
+    }
+  }
+  if (!measurer) {
+    measurer = make_model_measurer(arch);
+    std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); compiling every candidate for %s and ranking with "
+                         "the analytic model; records are stored as 'modeled'\n",
+                 arch.arch.name().c_str(), why_model.c_str(), arch.arch.name().c_str());
+  } else {
+    std::fprintf(stderr, "fusekit: measuring on %s (%s, %d SMs, driver %s)\n", measurer->device().gpu_name.c_str(),
+                 measurer->device().arch.name().c_str(), measurer->device().sm_count,
+                 measurer->device().driver_version.c_str());
+  }
+  auto db = open_sqlite_db(db_path);
+
+  TunerOptions options;
+  options.backends = backends;
+  options.budget = static_cast<size_t>(budget);
+  options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
+  options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
+
+  const size_t total = cands.size() * dtypes.size();
+  size_t done = 0;
+  TuneSummary all;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (const auto& cand : cands) {
+    for (DType dt : dtypes) {
+      auto workload = make_candidate_workload(cand, dt);
+      auto builder = make_kernel_builder(cand, dt, arch);
+      TuneTask task;
+      task.workload = workload.get();
+      task.builder = builder.get();
+      task.pattern = cand.name;
+      task.pipeline_text = canonical_pipeline_text(cand, dt);
+      task.pipeline_hash = pipeline_hash(task.pipeline_text);
+      for (int64_t n : sizes) task.domains.push_back(cand.domain_for_elements(n));
+      task.verify_domain = cand.odd_domain();
+      options.progress = [&](const std::string& line) {
+        const double t = elapsed();
+        const double frac = (static_cast<double>(done) + 0.5) / static_cast<double>(total);
+        std::fprintf(stderr, "[%zu/%zu] %s | %.0fs elapsed, ETA %.0fs\n", done + 1, total, line.c_str(), t,
+                     t / frac * (1.0 - frac));
+      };
+      TuneSummary s = tune(task, *measurer, *db, arch, options);
+      all.records += s.records;
+      all.ok += s.ok;
+      all.failed += s.failed;
+      all.pruned += s.pruned;
+      ++done;
+      // Winner per size, as a summary line.
+      for (int64_t n : sizes) {
+        Problem p = workload->problem(cand.domain_for_elements(n));
+        auto best = db->best({task.pipeline_hash, dtype_name(dt), shape_bucket_name(p.elements()), arch.arch.name()});
+        if (best)
+          std::printf("%-22s %-4s %-12s %-7s %-40s %10.2f us %8.1f GB/s %s\n", cand.name.c_str(), dtype_name(dt),
+                      p.shape_text.c_str(), best->backend.c_str(), best->params.c_str(), best->median_us,
+                      best->bandwidth_gbps, record_status_name(best->status));
+      }
+      std::fflush(stdout);
+    }
+  }
+  std::fprintf(stderr, "fusekit: %zu records written to %s (%zu verified, %zu failed, %zu pruned by size) in %.0fs\n",
+               all.records, db_path.c_str(), all.ok, all.failed, all.pruned, elapsed());
+  return 0;
+}
+
+int cmd_db(const po::variables_map& vm, const std::vector<std::string>& rest) {
+  if (rest.empty()) throw UserError("db needs a subcommand: show, export or import");
+  const std::string& sub = rest[0];
+  if (sub != "show" && sub != "export" && sub != "import")
+    throw UserError("unknown db subcommand '" + sub + "'; known: show export import");
+  const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
+  if (sub == "import" || sub == "export") {
+    if (rest.size() < 2) throw UserError("db " + sub + " needs a JSONL file: fusekit db " + sub + " --db FILE RECORDS.jsonl");
+  }
+  if (sub == "import") {
+    // Validate the file before creating or touching the database.
+    if (access(rest[1].c_str(), R_OK) != 0) throw UserError("cannot read '" + rest[1] + "'; check the path");
+    auto db = open_sqlite_db(path);
+    size_t before = db->size();
+    size_t added = import_jsonl(*db, rest[1]);
+    std::printf("imported %zu new records into %s (%zu before, %zu after)\n", added, path.c_str(), before, db->size());
+    return 0;
+  }
+  if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE or run tune first");
+  auto db = open_sqlite_db(path);
+  if (sub == "export") {
+    size_t n = export_jsonl(*db, rest[1]);
+    std::printf("exported %zu records to %s\n", n, rest[1].c_str());
+    return 0;
+  }
+  RecordFilter f;
+  if (vm.count("pattern")) f.pattern = split_list(vm["pattern"].as<std::vector<std::string>>()).at(0);
+  if (vm.count("arch")) f.arch = require_arch(vm["arch"].as<std::string>()).arch.name();
+  std::printf("%-22s %-4s %-12s %-6s %-7s %-13s %-36s %10s %10s %9s %s\n", "pattern", "dtype", "shape", "arch",
+              "backend", "status", "params", "median_us", "p20-p80", "GB/s", "gpu");
+  for (const auto& r : db->all(f)) {
+    char spread[32];
+    std::snprintf(spread, sizeof(spread), "%.2f-%.2f", r.p20_us, r.p80_us);
+    std::printf("%-22s %-4s %-12s %-6s %-7s %-13s %-36s %10.2f %10s %9.1f %s\n", r.pattern.c_str(), r.dtype.c_str(),
+                r.shape.c_str(), r.arch.c_str(), r.backend.c_str(), record_status_name(r.status), r.params.c_str(),
+                r.median_us, spread, r.bandwidth_gbps, r.gpu_name.c_str());
+  }
+  std::printf("%zu records\n", db->size());
+  return 0;
+}
+
+// Rebuilds the database's winners for an arch and checks them on this GPU
+// against the CPU reference (also the way to run winners under
+// compute-sanitizer). Exit 1 when any winner fails.
+int cmd_verify(const po::variables_map& vm) {
+  if (!vm.count("arch")) throw UserError("verify needs --arch, e.g. --arch sm_90");
+  const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
+  const auto cands = selected_candidates(vm);
+  const auto dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
+  const auto sizes = parse_sizes(vm["sizes"].as<std::vector<std::string>>());
+  const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
+  if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE");
+  auto db = open_sqlite_db(path);
+  auto measurer = make_gpu_measurer();
+  MeasureOptions verify_only;
+  verify_only.time = false;
+  int checked = 0, failed = 0;
+  for (const auto& cand : cands) {
+    for (DType dt : dtypes) {
+      const std::string hash = pipeline_hash(canonical_pipeline_text(cand, dt));
+      RecordFilter f;
+      f.arch = arch.arch.name();
+      f.dtype = dtype_name(dt);
+      f.ok_only = true;
+      std::vector<Candidate> winners;
+      for (const auto& r : db->all(f)) {
+        if (r.pipeline_hash != hash) continue;
+        auto best = db->best(r.key());
+        if (!best || best->id != r.id) continue;
+        Candidate c{parse_backend(r.backend), Config::parse(r.params)};
+        bool seen = false;
+        for (const auto& w : winners) seen |= (w.backend == c.backend && w.config == c.config);
+        if (!seen) winners.push_back(c);
+      }
+      if (winners.empty()) continue;
+      auto wl = make_candidate_workload(cand, dt);
+      auto builder = make_kernel_builder(cand, dt, arch);
+      auto built = builder->build(winners);
+      std::vector<std::vector<int64_t>> domains = {cand.odd_domain()};
+      for (int64_t n : sizes) domains.push_back(cand.domain_for_elements(n));
+      for (size_t i = 0; i < winners.size(); ++i) {
+        for (const auto& d : domains) {
+          Problem p = wl->problem(d);
+          MeasureResult m;
+          if (built[i].ok) m = measurer->measure(*wl, p, {{&winners[i], &built[i].artifact}}, verify_only).front();
+          else { m.status = RecordStatus::kCompileError; m.error = built[i].error; }
+          ++checked;
+          const bool ok = m.status == RecordStatus::kOk;
+          failed += !ok;
+          std::printf("%-22s %-4s %-7s %-36s %-12s %s %s\n", cand.name.c_str(), dtype_name(dt),
+                      backend_name(winners[i].backend), winners[i].config.to_string().c_str(), p.shape_text.c_str(),
+                      ok ? "ok" : record_status_name(m.status), ok ? "" : m.error.c_str());
+        }
+      }
+    }
+  }
+  std::printf("%d checks, %d failed\n", checked, failed);
+  return failed ? 1 : 0;
+}
+
+int cmd_source(const po::variables_map& vm) {
+  if (!vm.count("arch")) throw UserError("source needs --arch, e.g. --arch sm_90");
+  const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
+  auto cands = selected_candidates(vm);
+  if (cands.size() != 1) throw UserError("source prints one kernel: give one --pattern or --expr");
+  DType dt = parse_dtypes(vm["dtype"].as<std::vector<std::string>>()).front();
+  Config config = Config::parse(vm["params"].as<std::string>());
+  ParamSpace space = PointwiseTemplate::space(arch, Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)));
+  std::string bad = space.violation(config);
+  if (!bad.empty()) throw UserError("--params '" + config.to_string() + "' is not a legal schedule for " +
+                                    arch.arch.name() + ": " + bad);
+  Pipeline p = instantiate(cands[0], dt);
+  PrintedKernel k = print_pointwise_kernel(cands[0], p, config,
+                                           kernel_symbol(cands[0], dt, arch.arch, Backend::kNvrtc, config));
+  std::fputs(k.source.c_str(), stdout);
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  po::options_description opts("options");
+  opts.add_options()
+      ("help,h", "show this help")
+      ("arch", po::value<std::string>(), "target architecture: sm_70 sm_75 sm_80 sm_86 sm_89 sm_90")
+      ("pattern", po::value<std::vector<std::string>>()->multitoken(), "catalog patterns (default: all)")
+      ("expr", po::value<std::string>(), "an expression to fuse, e.g. \"out = tanh(sigmoid(x) * y) + z\"")
+      ("dtype", po::value<std::vector<std::string>>()->multitoken()->default_value({"f32"}, "f32"),
+       "storage dtypes: f32,f16,bf16")
+      ("sizes", po::value<std::vector<std::string>>()->multitoken()->default_value(
+                    {"4096,65536,1048576,67108864"}, "4096,65536,1048576,67108864"),
+       "element counts to tune for")
+      ("db", po::value<std::string>(), "tuning database (default: $FUSEKIT_DB, else ~/.local/share/fusekit/tune.db)")
+      ("budget", po::value<int>()->default_value(24), "candidates per backend and workload")
+      ("backend", po::value<std::vector<std::string>>()->multitoken()->default_value({"nvrtc,halide"}, "nvrtc,halide"),
+       "backends to search")
+      ("model", "rank with the analytic model even if a GPU of the arch is present")
+      ("seed", po::value<int>()->default_value(1), "random seed for sampling")
+      ("params", po::value<std::string>()->default_value("ept=2 grid=0 threads=256 vec=4"), "schedule for `source`")
+      ("command", po::value<std::vector<std::string>>(), "command");
+  po::positional_options_description pos;
+  pos.add("command", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(std::string(e.what()) + "; see `fusekit --help`");
+  }
+  std::vector<std::string> cmd = vm.count("command") ? vm["command"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (vm.count("help") || cmd.empty()) {
+    std::cout << "usage: fusekit list | tune --arch SM [...] | db show|export|import --db FILE [JSONL] |\n"
+              << "       verify --arch SM --db FILE [--sizes ...] | source --pattern NAME --arch SM [--params ...]\n"
+              << opts << "\n";
+    return cmd.empty() && !vm.count("help") ? 2 : 0;
+  }
+  if (cmd[0] == "list") return cmd_list();
+  if (cmd[0] == "tune") return cmd_tune(vm);
+  if (cmd[0] == "db") return cmd_db(vm, std::vector<std::string>(cmd.begin() + 1, cmd.end()));
+  if (cmd[0] == "source") return cmd_source(vm);
+  if (cmd[0] == "verify") return cmd_verify(vm);
+  throw UserError("unknown command '" + cmd[0] + "'; known: list tune db verify source");
+}
+
+}  // namespace
+}  // namespace fusekit
+
+int main(int argc, char** argv) {
+  try {
+    return fusekit::run(argc, argv);
+  } catch (const fusekit::UserError& e) {
+    std::fprintf(stderr, "fusekit: error: %s\n", e.what());
+    return 2;
+  } catch (const Halide::Error& e) {
+    std::fprintf(stderr, "fusekit: Halide error: %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fusekit: internal error: %s\n", e.what());
+    return 3;
+  }
+}

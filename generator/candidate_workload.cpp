@@ -1,0 +1,172 @@
+#include "generator/candidate_workload.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "common/errors.h"
+#include "generator/cuda_c_printer.h"
+#include "generator/halide_backend.h"
+#include "generator/isolated_build.h"
+#include "generator/nvrtc_compiler.h"
+
+namespace fusekit {
+namespace {
+
+class CandidateWorkload final : public Workload {
+ public:
+  CandidateWorkload(const FusionCandidate& c, DType dtype) : cand_(c), dtype_(dtype), ref_(instantiate(c, dtype)) {
+    // CPU schedule: one flat index, parallel chunks, 8-wide vectors.
+    Halide::Func& f = ref_.output;
+    Halide::Var flat = ref_.vars[0];
+    for (size_t i = 1; i < ref_.vars.size(); ++i) {
+      Halide::Var fused("ref_fused_" + std::to_string(i));
+      f.fuse(flat, ref_.vars[i], fused);
+      flat = fused;
+    }
+    Halide::Var outer("ref_outer"), inner("ref_inner"), lane("ref_lane");
+    f.split(flat, outer, inner, 1 << 16, Halide::TailStrategy::GuardWithIf)
+        .parallel(outer)
+        .split(inner, inner, lane, 8, Halide::TailStrategy::GuardWithIf)
+        .vectorize(lane);
+    pipeline_ = Halide::Pipeline(f);
+    pipeline_.compile_jit(Halide::get_host_target());
+  }
+
+  std::string name() const override { return cand_.name; }
+  DType dtype() const override { return dtype_; }
+
+  Problem problem(const std::vector<int64_t>& domain) const override {
+    if (domain.size() != ref_.vars.size())
+      throw UserError("shape with " + std::to_string(domain.size()) + " dims does not fit " + cand_.name + " (" +
+                      layout_name(cand_.layout) + " layout has " + std::to_string(ref_.vars.size()) + ")");
+    Problem p;
+    p.domain = domain;
+    for (size_t i = domain.size(); i-- > 0;) p.shape_text += std::to_string(domain[i]) + (i ? "x" : "");
+    for (size_t i = 0; i < cand_.inputs.size(); ++i) p.input_dims.push_back(cand_.input_dims(i, domain));
+    for (size_t o = 0; o < cand_.outputs.size(); ++o) p.output_dims.push_back(domain);
+    return p;
+  }
+
+  std::vector<float> param_values() const override {
+    std::vector<float> v;
+    for (const auto& p : cand_.params) v.push_back(p.value);
+    return v;
+  }
+
+  void reference(const Problem& problem, const std::vector<HostTensor>& inputs,
+                 std::vector<HostTensor>* outputs) const override {
+    outputs->clear();
+    for (const auto& dims : problem.output_dims) outputs->push_back(HostTensor::make(dtype_, dims));
+    auto wrap = [&](const HostTensor& t) {
+      std::vector<int> sizes;
+      for (int64_t d : t.dims) {
+        if (d > INT32_MAX) throw UserError("reference: extent " + std::to_string(d) + " exceeds Halide's int32 limit");
+        sizes.push_back(static_cast<int>(d));
+      }
+      return Halide::Buffer<>(ref_.storage, const_cast<uint8_t*>(t.bytes.data()), sizes);
+    };
+    for (size_t i = 0; i < inputs.size(); ++i) ref_.inputs[i].set(wrap(inputs[i]));
+    std::vector<Halide::Buffer<>> outs;
+    for (auto& t : *outputs) outs.push_back(wrap(t));
+    pipeline_.realize(Halide::Realization(outs));
+  }
+
+ private:
+  const FusionCandidate cand_;
+  const DType dtype_;
+  // JIT state is mutated by realize(); the workload is used from one thread.
+  mutable Pipeline ref_;
+  mutable Halide::Pipeline pipeline_;
+};
+
+class KernelBuilder final : public Builder {
+ public:
+  KernelBuilder(const FusionCandidate& c, DType dtype, const ArchLimits& arch)
+      : cand_(c), dtype_(dtype), arch_(arch), pipe_(instantiate(c, dtype)) {}
+
+  // Builds in parallel: NVRTC is thread-safe, and each Halide build runs in
+  // its own child process.
+  std::vector<BuildResult> build(const std::vector<Candidate>& batch) override {
+    std::vector<BuildResult> out(batch.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i = next++; i < batch.size(); i = next++) out[i] = build_one(batch[i]);
+    };
+    const size_t n = std::min<size_t>(batch.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    return out;
+  }
+
+ private:
+  BuildResult build_one(const Candidate& c) {
+    BuildResult r;
+    const std::string entry = kernel_symbol(cand_, dtype_, arch_.arch, c.backend, c.config);
+    try {
+      if (c.backend == Backend::kNvrtc) {
+        PrintedKernel k;
+        {
+          // Printing walks shared Halide IR; it is quick, so it is serialized.
+          std::lock_guard<std::mutex> lock(print_mutex_);
+          k = print_pointwise_kernel(cand_, pipe_, c.config, entry);
+        }
+        NvrtcResult nv = compile_cuda_to_cubin(k.source, entry, arch_.arch);
+        if (!nv.ok) {
+          r.error = nv.log;
+          return r;
+        }
+        r.artifact = k.launch;
+        r.artifact.image_kind = ImageKind::kCubin;
+        r.artifact.image = std::move(nv.cubin);
+        r.artifact.target_sm = arch_.arch.number();
+      } else {
+        // Halide's LLVM can abort the process (e.g. on some bf16 code), so
+        // it runs in a child process.
+        IsolatedBuild b = run_isolated_build(
+            [&] { return build_halide_kernel(cand_, dtype_, c.config, arch_, entry); });
+        if (!b.ok) {
+          r.error = "halide: " + b.error;
+          return r;
+        }
+        r.artifact = std::move(b.artifact);
+      }
+      r.ok = true;
+    } catch (const Halide::Error& e) {
+      r.error = std::string("Halide: ") + e.what();
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    return r;
+  }
+
+  const FusionCandidate cand_;
+  const DType dtype_;
+  const ArchLimits arch_;
+  Pipeline pipe_;
+  std::mutex print_mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_candidate_workload(const FusionCandidate& candidate, DType dtype) {
+  return std::make_unique<CandidateWorkload>(candidate, dtype);
+}
+
+std::unique_ptr<Builder> make_kernel_builder(const FusionCandidate& candidate, DType dtype, const ArchLimits& arch) {
+  return std::make_unique<KernelBuilder>(candidate, dtype, arch);
+}
+
+std::string kernel_symbol(const FusionCandidate& candidate, DType dtype, const Arch& arch, Backend backend,
+                          const Config& config) {
+  char hash[9];
+  std::snprintf(hash, sizeof(hash), "%08x", static_cast<unsigned>(config.hash() & 0xffffffffu));
+  return "fusekit_sm" + std::to_string(arch.number()) + "_" + candidate.name + "_" + dtype_name(dtype) + "_" +
+         backend_name(backend) + "_" + hash;
+}
+
+}  // namespace fusekit

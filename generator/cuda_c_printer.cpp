@@ -1,0 +1,350 @@
+// Map:
+//   print_cuda_expr         Halide Expr -> CUDA C expression (+ hoisted lets)
+//   print_pointwise_kernel  prelude, fk_point() from the Exprs, the kernel
+//                           skeleton for the schedule, and the launch description
+#include "generator/cuda_c_printer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "common/errors.h"
+#include "schedules/pointwise_template.h"
+
+namespace fusekit {
+namespace {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+std::string c_type(const Type& t) {
+  if (t.is_bfloat() || (t.is_float() && t.bits() == 16)) return "unsigned short";
+  if (t.is_float()) return t.bits() == 64 ? "double" : "float";
+  if (t.is_bool()) return "bool";
+  const bool u = t.is_uint();
+  switch (t.bits()) {
+    case 8: return u ? "unsigned char" : "signed char";
+    case 16: return u ? "unsigned short" : "short";
+    case 32: return u ? "unsigned int" : "int";
+    case 64: return u ? "unsigned long long" : "long long";
+  }
+  throw UserError("CUDA C printer: unsupported type " + std::to_string(t.bits()) + "-bit");
+}
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string sanitize(const std::string& prefix, const std::string& name) {
+  std::string s = prefix;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return s;
+}
+
+class ExprPrinter {
+ public:
+  ExprPrinter(std::string* statements, std::string prefix) : stmts_(statements), prefix_(std::move(prefix)) {}
+
+  std::string print(const Expr& e) {
+    const Type t = e.type();
+    if (const auto* op = e.as<IntImm>()) return t.bits() == 64 ? std::to_string(op->value) + "LL" : std::to_string(op->value);
+    if (const auto* op = e.as<UIntImm>()) return t.is_bool() ? (op->value ? "true" : "false") : std::to_string(op->value) + "u";
+    if (const auto* op = e.as<FloatImm>()) return float_literal(op->value);
+    if (const auto* op = e.as<Variable>()) {
+      if (op->param.defined()) return op->name;  // "p_alpha"
+      return sanitize(prefix_, op->name);
+    }
+    if (const auto* op = e.as<Cast>()) return cast(op->type, op->value);
+    if (const auto* op = e.as<Add>()) return bin(op->a, "+", op->b);
+    if (const auto* op = e.as<Sub>()) return bin(op->a, "-", op->b);
+    if (const auto* op = e.as<Mul>()) return bin(op->a, "*", op->b);
+    if (const auto* op = e.as<Div>()) {
+      if (t.is_float()) return bin(op->a, "/", op->b);
+      return "fk_floor_div(" + print(op->a) + ", " + print(op->b) + ")";
+    }
+    if (const auto* op = e.as<Mod>()) {
+      if (t.is_float()) return "fk_floor_modf(" + print(op->a) + ", " + print(op->b) + ")";
+      return "fk_floor_mod(" + print(op->a) + ", " + print(op->b) + ")";
+    }
+    if (const auto* op = e.as<Min>()) return (t.is_float() ? "fminf(" : "min(") + print(op->a) + ", " + print(op->b) + ")";
+    if (const auto* op = e.as<Max>()) return (t.is_float() ? "fmaxf(" : "max(") + print(op->a) + ", " + print(op->b) + ")";
+    if (const auto* op = e.as<EQ>()) return bin(op->a, "==", op->b);
+    if (const auto* op = e.as<NE>()) return bin(op->a, "!=", op->b);
+    if (const auto* op = e.as<LT>()) return bin(op->a, "<", op->b);
+    if (const auto* op = e.as<LE>()) return bin(op->a, "<=", op->b);
+    if (const auto* op = e.as<GT>()) return bin(op->a, ">", op->b);
+    if (const auto* op = e.as<GE>()) return bin(op->a, ">=", op->b);
+    if (const auto* op = e.as<And>()) return bin(op->a, "&&", op->b);
+    if (const auto* op = e.as<Or>()) return bin(op->a, "||", op->b);
+    if (const auto* op = e.as<Not>()) return "(!" + print(op->a) + ")";
+    if (const auto* op = e.as<Select>())
+      return "(" + print(op->condition) + " ? " + print(op->true_value) + " : " + print(op->false_value) + ")";
+    if (const auto* op = e.as<Let>()) {
+      const std::string name = sanitize(prefix_, op->name);
+      *stmts_ += "  const " + c_type(op->value.type()) + " " + name + " = " + print(op->value) + ";\n";
+      return print(op->body);
+    }
+    if (const auto* op = e.as<Call>()) return call(op);
+    std::ostringstream s;
+    s << e;
+    throw UserError("CUDA C printer: unsupported expression " + s.str());
+  }
+
+ private:
+  std::string bin(const Expr& a, const char* op, const Expr& b) { return "(" + print(a) + " " + op + " " + print(b) + ")"; }
+
+  std::string cast(const Type& to, const Expr& v) {
+    const Type from = v.type();
+    const std::string x = print(v);
+    const bool from_h = from.is_float() && from.bits() == 16 && !from.is_bfloat();
+    const bool to_h = to.is_float() && to.bits() == 16 && !to.is_bfloat();
+    if (to == Float(32) && from_h) return "fk_h2f(" + x + ")";
+    if (to == Float(32) && from.is_bfloat()) return "fk_bf2f(" + x + ")";
+    if (to_h && from == Float(32)) return "fk_f2h(" + x + ")";
+    if (to.is_bfloat() && from == Float(32)) return "fk_f2bf(" + x + ")";
+    if (to_h || to.is_bfloat() || from_h || from.is_bfloat())
+      throw UserError("CUDA C printer: unsupported 16-bit float cast");
+    return "((" + c_type(to) + ")(" + x + "))";
+  }
+
+  std::string call(const Call* op) {
+    if (op->call_type == Call::Image) return op->param.defined() ? op->param.name() : op->name;  // "in_x"
+    if (op->call_type == Call::Halide) {
+      // A call to another Func (ImageParams wrap theirs as "in_x_im"): inline
+      // its definition with the call's arguments substituted.
+      Function f(op->func);
+      if (f.has_update_definition()) throw UserError("CUDA C printer: Func '" + f.name() + "' has updates");
+      Expr body = f.values().at(op->value_index);
+      for (size_t i = 0; i < f.args().size(); ++i) body = substitute(f.args()[i], op->args.at(i), body);
+      return print(body);
+    }
+    auto args = [&](size_t i) { return print(op->args.at(i)); };
+    if (op->is_intrinsic(Call::abs)) return (op->args[0].type().is_float() ? "fabsf(" : "abs(") + args(0) + ")";
+    if (op->is_intrinsic(Call::likely) || op->is_intrinsic(Call::likely_if_innermost) ||
+        op->is_intrinsic(Call::promise_clamped) || op->is_intrinsic(Call::unsafe_promise_clamped))
+      return args(0);
+    if (op->is_intrinsic(Call::if_then_else))
+      return "(" + args(0) + " ? " + args(1) + " : " + (op->args.size() > 2 ? args(2) : "0") + ")";
+    if (op->is_intrinsic(Call::bitwise_and)) return "(" + args(0) + " & " + args(1) + ")";
+    if (op->is_intrinsic(Call::bitwise_or)) return "(" + args(0) + " | " + args(1) + ")";
+    if (op->is_intrinsic(Call::bitwise_xor)) return "(" + args(0) + " ^ " + args(1) + ")";
+    if (op->is_intrinsic(Call::bitwise_not)) return "(~" + args(0) + ")";
+    if (op->is_intrinsic(Call::shift_left)) return "(" + args(0) + " << " + args(1) + ")";
+    if (op->is_intrinsic(Call::shift_right)) return "(" + args(0) + " >> " + args(1) + ")";
+    if (op->is_intrinsic(Call::reinterpret)) {
+      const Type from = op->args[0].type();
+      if (op->type == Float(32) && from.bits() == 32) return "__int_as_float((int)(" + args(0) + "))";
+      if (from == Float(32) && op->type.is_int()) return "__float_as_int(" + args(0) + ")";
+      if (from == Float(32) && op->type.is_uint()) return "__float_as_uint(" + args(0) + ")";
+    }
+    if (op->call_type == Call::PureExtern && op->name.size() > 4 &&
+        op->name.compare(op->name.size() - 4, 4, "_f32") == 0) {
+      const std::string base = op->name.substr(0, op->name.size() - 4);
+      std::string fn;
+      if (base == "is_nan") fn = "isnan";
+      else if (base == "is_inf") fn = "isinf";
+      else if (base == "is_finite") fn = "isfinite";
+      else fn = base + "f";  // exp_f32 -> expf, tanh_f32 -> tanhf, ...
+      std::string s = fn + "(";
+      for (size_t i = 0; i < op->args.size(); ++i) s += (i ? ", " : "") + args(i);
+      return s + ")";
+    }
+    throw UserError("CUDA C printer: unsupported call '" + op->name + "'");
+  }
+
+  std::string* stmts_;
+  std::string prefix_;
+};
+
+const char* kPrelude = R"cuda(// Generated by fusekit. Do not edit.
+static __device__ __forceinline__ float fk_h2f(unsigned short h) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+static __device__ __forceinline__ unsigned short fk_f2h(float f) {
+  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
+static __device__ __forceinline__ float fk_bf2f(unsigned short b) { return __uint_as_float(((unsigned)b) << 16); }
+static __device__ __forceinline__ unsigned short fk_f2bf(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                                                   // round to nearest even
+  return (unsigned short)(u >> 16);
+}
+template <typename I> static __device__ __forceinline__ I fk_floor_div(I a, I b) {
+  I q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename I> static __device__ __forceinline__ I fk_floor_mod(I a, I b) { return a - fk_floor_div(a, b) * b; }
+static __device__ __forceinline__ float fk_floor_modf(float a, float b) { return a - b * floorf(a / b); }
+template <typename T, int N> struct alignas(sizeof(T) * N) fk_pack { T v[N]; };
+)cuda";
+
+}  // namespace
+
+std::string print_cuda_expr(const Expr& e, std::string* statements, const std::string& let_prefix) {
+  return ExprPrinter(statements, let_prefix).print(e);
+}
+
+PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline& pipe, const Config& config,
+                                     const std::string& entry) {
+  const int threads = static_cast<int>(config.get("threads"));
+  const int vec = static_cast<int>(config.get("vec"));
+  const int ept = static_cast<int>(config.get("ept"));
+  const int64_t grid = config.get_or("grid", 0);
+  const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
+  const size_t k = pipe.vars.size();
+
+  // Which domain axes broadcast inputs need; coordinates only if any.
+  bool need_coords = false;
+  for (const auto& in : cand.inputs) need_coords |= !in.full();
+
+  std::ostringstream src;
+  src << kPrelude;
+
+  // fk_point: the candidate's math for one element, straight from its Exprs.
+  src << "static __device__ __forceinline__ void fk_point(";
+  std::string sig;
+  for (const auto& in : cand.inputs) sig += (sig.empty() ? "" : ", ") + ("const " + st + " " + halide_input_name(in.name));
+  for (const auto& p : cand.params) sig += (sig.empty() ? "" : ", ") + ("const float " + halide_param_name(p.name));
+  for (size_t o = 0; o < pipe.stored.size(); ++o) sig += (sig.empty() ? "" : ", ") + (st + "& o" + std::to_string(o));
+  src << sig << ") {\n";
+  for (size_t o = 0; o < pipe.stored.size(); ++o) {
+    std::string stmts;
+    Expr e = common_subexpression_elimination(pipe.stored[o]);
+    // Prefix let names per output so hoisted temporaries never collide.
+    std::string value = print_cuda_expr(e, &stmts, "o" + std::to_string(o) + "_");
+    src << stmts << "  o" << o << " = " << value << ";\n";
+  }
+  src << "}\n\n";
+
+  // Coordinates of a flat index in the domain, innermost first.
+  if (need_coords) {
+    src << "template <typename I> static __device__ __forceinline__ void fk_coords(I i";
+    for (size_t a = 0; a + 1 < k; ++a) src << ", I e" << a;
+    src << ", I* c) {\n";
+    if (k == 2) src << "  c[0] = i % e0; c[1] = i / e0;\n";
+    if (k == 3) src << "  I q = i / e0; c[0] = i - q * e0; c[2] = q / e1; c[1] = q - c[2] * e1;\n";
+    src << "}\n\n";
+  }
+
+  // Kernel parameters, in launch order.
+  KernelArtifact launch;
+  launch.backend = "nvrtc";
+  launch.entry = entry;
+  launch.block[0] = threads;
+  launch.pointer_alignment = vec * static_cast<int>(dtype_bytes(pipe.dtype));
+  std::string params;
+  auto add_param = [&](const std::string& decl, KernelParam p) {
+    params += (params.empty() ? "" : ", ") + decl;
+    launch.params.push_back(p);
+  };
+  for (size_t i = 0; i < cand.inputs.size(); ++i)
+    add_param("const " + st + "* __restrict__ g_" + cand.inputs[i].name,
+              {KernelParam::Kind::kInput, KernelParam::Type::kPtr, static_cast<int>(i), {}});
+  for (size_t o = 0; o < pipe.stored.size(); ++o)
+    add_param(st + "* __restrict__ g_o" + std::to_string(o),
+              {KernelParam::Kind::kOutput, KernelParam::Type::kPtr, static_cast<int>(o), {}});
+  for (size_t p = 0; p < cand.params.size(); ++p)
+    add_param("const float " + halide_param_name(cand.params[p].name),
+              {KernelParam::Kind::kScalarParam, KernelParam::Type::kF32, static_cast<int>(p), {}});
+  add_param("const long long n", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")});
+  if (need_coords)
+    for (size_t a = 0; a + 1 < k; ++a)
+      add_param("const long long d" + std::to_string(a),
+                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d" + std::to_string(a))});
+
+  const int64_t tile = static_cast<int64_t>(threads) * vec * ept;
+  LaunchExpr blocks = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("n"), tile)});
+  if (grid > 0)
+    blocks = LaunchExpr::make(LaunchExpr::Op::kMin,
+                              {blocks, LaunchExpr::make(LaunchExpr::Op::kMul, {LaunchExpr(grid), LaunchExpr::symbol("sm_count")})});
+  launch.grid[0] = blocks;
+
+  // Code fragments for coordinates, broadcast loads and the point call.
+  auto coords_at = [&](const std::string& idx, const std::string& indent) {
+    if (!need_coords) return std::string();
+    std::string args_u, args_l;
+    for (size_t a = 0; a + 1 < k; ++a) {
+      args_u += ", (unsigned)d" + std::to_string(a);
+      args_l += ", d" + std::to_string(a);
+    }
+    std::string s = indent + "long long c[" + std::to_string(k) + "];\n";
+    s += indent + "if (small) { unsigned u[" + std::to_string(k) + "]; fk_coords<unsigned>((unsigned)(" + idx + ")" +
+         args_u + ", u);";
+    for (size_t a = 0; a < k; ++a) s += " c[" + std::to_string(a) + "] = u[" + std::to_string(a) + "];";
+    s += " }\n" + indent + "else fk_coords<long long>(" + idx + args_l + ", c);\n";
+    return s;
+  };
+  auto advance = [&](const std::string& indent) {
+    if (!need_coords) return std::string();
+    std::string s = indent + "if (++c[0] == d0) { c[0] = 0;";
+    if (k == 3) s += " if (++c[1] == d1) { c[1] = 0; ++c[2]; }";
+    else s += " ++c[1];";
+    return s + " }\n";
+  };
+  auto bcast_index = [&](const InputSpec& in) {
+    // Dense: c[a0] + d[a0] * (c[a1] + d[a1] * c[a2]).
+    std::string s = "c[" + std::to_string(in.axes.back()) + "]";
+    for (size_t j = in.axes.size() - 1; j-- > 0;)
+      s = "c[" + std::to_string(in.axes[j]) + "] + d" + std::to_string(in.axes[j]) + " * (" + s + ")";
+    return s;
+  };
+  auto point_call = [&](bool vector) {
+    std::string s = "fk_point(";
+    std::string a;
+    for (const auto& in : cand.inputs) {
+      std::string v;
+      if (!in.full()) v = "g_" + in.name + "[" + bcast_index(in) + "]";
+      else v = vector ? "r_" + in.name + "[e].v[l]" : "g_" + in.name + "[i]";
+      a += (a.empty() ? "" : ", ") + v;
+    }
+    for (const auto& p : cand.params) a += (a.empty() ? "" : ", ") + halide_param_name(p.name);
+    for (size_t o = 0; o < pipe.stored.size(); ++o)
+      a += (a.empty() ? "" : ", ") + (vector ? "w_o" + std::to_string(o) + ".v[l]" : "g_o" + std::to_string(o) + "[i]");
+    return s + a + ");\n";
+  };
+
+  src << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << entry << "(" << params << ") {\n";
+  src << "  constexpr int kT = " << threads << ", kV = " << vec << ", kE = " << ept << ";\n";
+  src << "  constexpr long long kTile = (long long)kT * kV * kE;\n";
+  src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
+  if (need_coords) src << "  const bool small = n <= 0xffffffffLL;\n";
+  src << "  for (long long base = (long long)blockIdx.x * kTile; base < n; base += (long long)gridDim.x * kTile) {\n";
+  src << "    if (base + kTile <= n) {\n";
+  for (const auto& in : cand.inputs)
+    if (in.full()) src << "      pack_t r_" << in.name << "[kE];\n";
+  src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
+  src << "        const long long i0 = base + ((long long)e * kT + threadIdx.x) * kV;\n";
+  for (const auto& in : cand.inputs)
+    if (in.full()) src << "        r_" << in.name << "[e] = *reinterpret_cast<const pack_t*>(g_" << in.name << " + i0);\n";
+  src << "      }\n";
+  src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
+  src << "        const long long i0 = base + ((long long)e * kT + threadIdx.x) * kV;\n";
+  src << coords_at("i0", "        ");
+  for (size_t o = 0; o < pipe.stored.size(); ++o) src << "        pack_t w_o" << o << ";\n";
+  src << "#pragma unroll\n        for (int l = 0; l < kV; ++l) {\n";
+  src << "          " << point_call(true);
+  src << advance("          ");
+  src << "        }\n";
+  for (size_t o = 0; o < pipe.stored.size(); ++o)
+    src << "        *reinterpret_cast<pack_t*>(g_o" << o << " + i0) = w_o" << o << ";\n";
+  src << "      }\n";
+  src << "    } else {\n";
+  src << "      for (long long i = base + threadIdx.x; i < n; i += kT) {\n";
+  src << coords_at("i", "        ");
+  src << "        " << point_call(false);
+  src << "      }\n    }\n  }\n}\n";
+
+  PrintedKernel out;
+  out.source = src.str();
+  launch.source = out.source;
+  out.launch = launch;
+  return out;
+}
+
+}  // namespace fusekit

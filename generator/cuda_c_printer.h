@@ -1,0 +1,32 @@
+// Prints CUDA C++ for a scheduled pointwise candidate from the pipeline's own
+// Halide Exprs (no second copy of any pattern's math). The output is
+// self-contained: no headers, f16/bf16 conversions are inline PTX or bit
+// operations, so NVRTC needs no include path.
+#pragma once
+
+#include <string>
+
+#include "fusekit/kernel_artifact.h"
+#include "generator/fusion_candidate.h"
+#include "schedules/param_space.h"
+
+namespace fusekit {
+
+// Prints one f32/bool/int Halide Expr as a CUDA C expression, hoisting Lets
+// (after CSE) into `statements` as `let_prefix` + their name. Image calls
+// print as the input's name ("in_x"), parameters as theirs ("p_alpha").
+// Throws UserError for IR it cannot print.
+std::string print_cuda_expr(const Halide::Expr& e, std::string* statements, const std::string& let_prefix = "v_");
+
+// Source and launch description of one kernel. The artifact's image is empty
+// until NVRTC compiles `source`.
+struct PrintedKernel {
+  std::string source;
+  KernelArtifact launch;  // entry, block, grid, params, alignment
+};
+
+// `config` follows PointwiseTemplate (threads, vec, ept, grid).
+PrintedKernel print_pointwise_kernel(const FusionCandidate& candidate, const Pipeline& pipeline,
+                                     const Config& config, const std::string& entry);
+
+}  // namespace fusekit

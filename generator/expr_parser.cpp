@@ -1,0 +1,402 @@
+// Recursive-descent parser from text to an AST, then a FusionCandidate whose
+// algorithm turns the AST into Halide Exprs.
+#include "generator/expr_parser.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <memory>
+#include <set>
+
+#include <xxhash.h>
+
+#include "common/errors.h"
+#include "generator/math_ops.h"
+
+namespace fusekit {
+namespace {
+
+struct Node;
+using NodePtr = std::shared_ptr<const Node>;
+
+struct Node {
+  enum class Kind { kNumber, kInput, kParam, kUnary, kBinary, kCompare, kCall };
+  Kind kind;
+  double number = 0;
+  std::string name;          // input / param / output / call / operator
+  std::vector<NodePtr> args;
+  int line = 0, col = 0;
+};
+
+enum class Tok { kEnd, kName, kNumber, kOp, kSep };
+
+struct Token {
+  Tok kind = Tok::kEnd;
+  std::string text;
+  int line = 1, col = 1;
+};
+
+[[noreturn]] void fail(int line, int col, const std::string& msg) {
+  throw UserError("expression:" + std::to_string(line) + ":" + std::to_string(col) + ": " + msg);
+}
+
+std::vector<Token> lex(const std::string& s) {
+  std::vector<Token> out;
+  int line = 1, col = 1;
+  size_t i = 0;
+  auto advance = [&](size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+      if (s[i] == '\n') { ++line; col = 1; } else { ++col; }
+      ++i;
+    }
+  };
+  while (i < s.size()) {
+    char c = s[i];
+    if (c == '#') {  // comment to end of line
+      while (i < s.size() && s[i] != '\n') advance(1);
+      continue;
+    }
+    if (c == '\n' || c == ';') {
+      out.push_back({Tok::kSep, std::string(1, c), line, col});
+      advance(1);
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) { advance(1); continue; }
+    Token t;
+    t.line = line;
+    t.col = col;
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t j = i;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+      t.kind = Tok::kName;
+      t.text = s.substr(i, j - i);
+      advance(j - i);
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      char* end = nullptr;
+      std::strtod(s.c_str() + i, &end);
+      size_t j = static_cast<size_t>(end - s.c_str());
+      t.kind = Tok::kNumber;
+      t.text = s.substr(i, j - i);
+      advance(j - i);
+    } else {
+      static const char* two[] = {"<=", ">=", "==", "!="};
+      std::string op(1, c);
+      for (const char* tw : two)
+        if (s.compare(i, 2, tw) == 0) op = tw;
+      if (std::string("+-*/()[],=<>").find(c) == std::string::npos && op.size() == 1)
+        fail(line, col, std::string("unexpected character '") + c + "'");
+      t.kind = Tok::kOp;
+      t.text = op;
+      advance(op.size());
+    }
+    out.push_back(t);
+  }
+  out.push_back({Tok::kEnd, "", line, col});
+  return out;
+}
+
+struct CallInfo {
+  const char* name;
+  int arity;
+};
+constexpr CallInfo kCalls[] = {
+    {"exp", 1}, {"log", 1},  {"tanh", 1}, {"sigmoid", 1}, {"relu", 1}, {"gelu", 1}, {"gelu_tanh", 1},
+    {"silu", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"abs", 1},   {"min", 2},  {"max", 2},  {"pow", 2},
+    {"where", 3},
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string& src) : toks_(lex(src)) {}
+
+  FusionCandidate parse(const std::string& src) {
+    while (peek().kind != Tok::kEnd) {
+      if (peek().kind == Tok::kSep) { next(); continue; }
+      statement();
+      if (peek().kind != Tok::kSep && peek().kind != Tok::kEnd)
+        fail(peek().line, peek().col, "expected ';' or a new line after the statement, found '" + peek().text + "'");
+    }
+    if (outputs_.empty()) fail(1, 1, "no output: write e.g. 'out = relu(x) + y'");
+    FusionCandidate c;
+    c.description = src;
+    c.layout = layout_;
+    for (const auto& in : inputs_) c.inputs.push_back(in);
+    for (const auto& p : params_) c.params.push_back(p);
+    std::vector<NodePtr> roots;
+    for (const auto& [name, node] : outputs_) {
+      c.outputs.push_back(name);
+      roots.push_back(node);
+    }
+    c.algorithm = [roots](const AlgorithmContext& ctx) {
+      std::vector<Halide::Expr> out;
+      for (const auto& r : roots) out.push_back(lower(*r, ctx));
+      return out;
+    };
+    return c;
+  }
+
+ private:
+  const Token& peek() const { return toks_[pos_]; }
+  Token next() { return toks_[pos_++]; }
+  bool accept_op(const char* op) {
+    if (peek().kind == Tok::kOp && peek().text == op) { ++pos_; return true; }
+    return false;
+  }
+  void expect_op(const char* op, const std::string& context) {
+    if (!accept_op(op))
+      fail(peek().line, peek().col,
+           std::string("expected '") + op + "' " + context + ", found " +
+               (peek().kind == Tok::kEnd ? std::string("end of input") : "'" + peek().text + "'"));
+  }
+
+  bool is_taken(const std::string& name) const {
+    for (const auto& p : params_) if (p.name == name) return true;
+    for (const auto& o : outputs_) if (o.first == name) return true;
+    for (const auto& i : inputs_) if (i.name == name) return true;
+    return false;
+  }
+
+  void statement() {
+    Token t = next();
+    if (t.kind != Tok::kName) fail(t.line, t.col, "expected a name at the start of a statement, found '" + t.text + "'");
+    if (t.text == "param" && peek().kind == Tok::kName) {
+      Token name = next();
+      if (is_taken(name.text)) fail(name.line, name.col, "'" + name.text + "' is already defined");
+      expect_op("=", "after the parameter name");
+      bool neg = accept_op("-");
+      Token num = next();
+      if (num.kind != Tok::kNumber) fail(num.line, num.col, "a parameter needs a numeric value");
+      float v = std::strtof(num.text.c_str(), nullptr);
+      params_.push_back({name.text, neg ? -v : v});
+      return;
+    }
+    for (const auto& c : kCalls)
+      if (t.text == c.name) fail(t.line, t.col, "'" + t.text + "' is a function and cannot be assigned");
+    if (is_taken(t.text)) fail(t.line, t.col, "'" + t.text + "' is already defined");
+    expect_op("=", "after the output name");
+    NodePtr e = expr();
+    if (e->kind == Node::Kind::kCompare) fail(e->line, e->col, "a comparison is not a value; use where(cond, a, b)");
+    outputs_.push_back({t.text, e});
+  }
+
+  NodePtr make(Node::Kind kind, const Token& at, std::string name, std::vector<NodePtr> args) {
+    auto n = std::make_shared<Node>();
+    n->kind = kind;
+    n->name = std::move(name);
+    n->args = std::move(args);
+    n->line = at.line;
+    n->col = at.col;
+    return n;
+  }
+
+  void require_value(const NodePtr& n) {
+    if (n->kind == Node::Kind::kCompare)
+      fail(n->line, n->col, "a comparison is not a value; use it as where()'s first argument");
+  }
+
+  NodePtr expr() {
+    NodePtr lhs = additive();
+    static const char* cmps[] = {"<", "<=", ">", ">=", "==", "!="};
+    for (const char* op : cmps) {
+      if (peek().kind == Tok::kOp && peek().text == op) {
+        Token t = next();
+        NodePtr rhs = additive();
+        return make(Node::Kind::kCompare, t, op, {lhs, rhs});
+      }
+    }
+    return lhs;
+  }
+
+  NodePtr additive() {
+    NodePtr lhs = term();
+    while (peek().kind == Tok::kOp && (peek().text == "+" || peek().text == "-")) {
+      Token t = next();
+      NodePtr rhs = term();
+      require_value(lhs);
+      require_value(rhs);
+      lhs = make(Node::Kind::kBinary, t, t.text, {lhs, rhs});
+    }
+    return lhs;
+  }
+
+  NodePtr term() {
+    NodePtr lhs = unary();
+    while (peek().kind == Tok::kOp && (peek().text == "*" || peek().text == "/")) {
+      Token t = next();
+      NodePtr rhs = unary();
+      lhs = make(Node::Kind::kBinary, t, t.text, {lhs, rhs});
+    }
+    return lhs;
+  }
+
+  NodePtr unary() {
+    if (peek().kind == Tok::kOp && peek().text == "-") {
+      Token t = next();
+      return make(Node::Kind::kUnary, t, "-", {unary()});
+    }
+    return primary();
+  }
+
+  int axis_index(const Token& t) {
+    static const std::vector<std::string> rowcol = layout_axes(Layout::kRowCol), nchw = layout_axes(Layout::kNchw);
+    for (auto [layout, axes] : {std::pair{Layout::kRowCol, &rowcol}, std::pair{Layout::kNchw, &nchw}}) {
+      for (size_t k = 0; k < axes->size(); ++k) {
+        if ((*axes)[k] != t.text) continue;
+        if (layout_ != Layout::kFlat && layout_ != layout)
+          fail(t.line, t.col, "axis '" + t.text + "' mixes the " + layout_name(layout) + " and " +
+                                  layout_name(layout_) + " layouts; use col/row or n/c/hw, not both");
+        layout_ = layout;
+        return static_cast<int>(k);
+      }
+    }
+    fail(t.line, t.col, "unknown axis '" + t.text + "'; axes are col, row (2-D) or n, c, hw (NCHW)");
+  }
+
+  NodePtr input_ref(const Token& t, std::vector<int> axes) {
+    for (auto& in : inputs_) {
+      if (in.name != t.text) continue;
+      if (in.axes != axes)
+        fail(t.line, t.col, "input '" + t.text + "' is used with different indexing; index it the same way everywhere");
+      return make(Node::Kind::kInput, t, t.text, {});
+    }
+    inputs_.push_back({t.text, std::move(axes)});
+    return make(Node::Kind::kInput, t, t.text, {});
+  }
+
+  NodePtr primary() {
+    Token t = next();
+    if (t.kind == Tok::kNumber) {
+      auto n = make(Node::Kind::kNumber, t, "", {});
+      const_cast<Node&>(*n).number = std::strtod(t.text.c_str(), nullptr);
+      return n;
+    }
+    if (t.kind == Tok::kOp && t.text == "(") {
+      NodePtr e = expr();
+      expect_op(")", "to close '('");
+      return e;
+    }
+    if (t.kind != Tok::kName)
+      fail(t.line, t.col, t.kind == Tok::kEnd ? "unexpected end of input, expected a value"
+                                               : "expected a value, found '" + t.text + "'");
+    if (accept_op("(")) {
+      const CallInfo* info = nullptr;
+      for (const auto& c : kCalls)
+        if (t.text == c.name) info = &c;
+      if (!info) {
+        std::string known;
+        for (const auto& c : kCalls) known += std::string(known.empty() ? "" : " ") + c.name;
+        fail(t.line, t.col, "unknown function '" + t.text + "'; known: " + known);
+      }
+      std::vector<NodePtr> args;
+      if (!accept_op(")")) {
+        do args.push_back(expr());
+        while (accept_op(","));
+        expect_op(")", "to close the arguments of " + t.text);
+      }
+      if (static_cast<int>(args.size()) != info->arity)
+        fail(t.line, t.col, t.text + "() takes " + std::to_string(info->arity) + " argument" +
+                                (info->arity == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
+      for (size_t k = 0; k < args.size(); ++k) {
+        const bool is_cond = (t.text == "where" && k == 0);
+        if (is_cond && args[k]->kind != Node::Kind::kCompare)
+          fail(args[k]->line, args[k]->col, "where()'s first argument must be a comparison such as x > 0");
+        if (!is_cond) require_value(args[k]);
+      }
+      if (t.text == "pow" && !(args[1]->kind == Node::Kind::kNumber ||
+                               (args[1]->kind == Node::Kind::kUnary && args[1]->args[0]->kind == Node::Kind::kNumber)))
+        fail(args[1]->line, args[1]->col, "pow()'s exponent must be a numeric constant");
+      return make(Node::Kind::kCall, t, t.text, args);
+    }
+    if (accept_op("[")) {
+      std::vector<int> axes;
+      std::set<int> seen;
+      do {
+        Token a = next();
+        if (a.kind != Tok::kName) fail(a.line, a.col, "expected an axis name inside [ ]");
+        int k = axis_index(a);
+        if (!seen.insert(k).second) fail(a.line, a.col, "axis '" + a.text + "' repeated");
+        axes.push_back(k);
+      } while (accept_op(","));
+      expect_op("]", "to close the index");
+      for (size_t k = 1; k < axes.size(); ++k)
+        if (axes[k] < axes[k - 1])
+          fail(t.line, t.col, "list the axes of '" + t.text + "' innermost first (col before row; hw before c before n)");
+      return input_ref(t, std::move(axes));
+    }
+    for (const auto& c : kCalls)
+      if (t.text == c.name) fail(t.line, t.col, "'" + t.text + "' is a function; call it as " + t.text + "(...)");
+    for (const auto& p : params_)
+      if (p.name == t.text) return make(Node::Kind::kParam, t, t.text, {});
+    for (const auto& o : outputs_)
+      if (o.first == t.text) return o.second;  // inline the earlier output
+    if (t.text == "param") fail(t.line, t.col, "'param' declares a parameter: param NAME = VALUE");
+    return input_ref(t, {});
+  }
+
+  static Halide::Expr lower(const Node& n, const AlgorithmContext& ctx) {
+    using Halide::Expr;
+    switch (n.kind) {
+      case Node::Kind::kNumber: return Expr(static_cast<float>(n.number));
+      case Node::Kind::kInput: return ctx.in(n.name);
+      case Node::Kind::kParam: return ctx.param(n.name);
+      case Node::Kind::kUnary: return -lower(*n.args[0], ctx);
+      case Node::Kind::kBinary: {
+        Expr a = lower(*n.args[0], ctx), b = lower(*n.args[1], ctx);
+        if (n.name == "+") return a + b;
+        if (n.name == "-") return a - b;
+        if (n.name == "*") return a * b;
+        return a / b;
+      }
+      case Node::Kind::kCompare: {
+        Expr a = lower(*n.args[0], ctx), b = lower(*n.args[1], ctx);
+        if (n.name == "<") return a < b;
+        if (n.name == "<=") return a <= b;
+        if (n.name == ">") return a > b;
+        if (n.name == ">=") return a >= b;
+        if (n.name == "==") return a == b;
+        return a != b;
+      }
+      case Node::Kind::kCall: {
+        std::vector<Expr> a;
+        for (const auto& arg : n.args) a.push_back(lower(*arg, ctx));
+        const std::string& f = n.name;
+        if (f == "exp") return Halide::exp(a[0]);
+        if (f == "log") return Halide::log(a[0]);
+        if (f == "tanh") return Halide::tanh(a[0]);
+        if (f == "sigmoid") return fk_sigmoid(a[0]);
+        if (f == "relu") return fk_relu(a[0]);
+        if (f == "gelu") return fk_gelu(a[0]);
+        if (f == "gelu_tanh") return fk_gelu_tanh(a[0]);
+        if (f == "silu") return fk_silu(a[0]);
+        if (f == "sqrt") return Halide::sqrt(a[0]);
+        if (f == "rsqrt") return fk_rsqrt(a[0]);
+        if (f == "abs") return Halide::abs(a[0]);
+        if (f == "min") return Halide::min(a[0], a[1]);
+        if (f == "max") return Halide::max(a[0], a[1]);
+        if (f == "pow") return Halide::pow(a[0], a[1]);
+        if (f == "where") return Halide::select(a[0], a[1], a[2]);
+        break;
+      }
+    }
+    throw InternalError("unlowered expression node '" + n.name + "'");
+  }
+
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  Layout layout_ = Layout::kFlat;
+  std::vector<InputSpec> inputs_;
+  std::vector<ParamSpec> params_;
+  std::vector<std::pair<std::string, NodePtr>> outputs_;
+};
+
+}  // namespace
+
+FusionCandidate parse_expression(const std::string& source) {
+  Parser p(source);
+  FusionCandidate c = p.parse(source);
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%08x", static_cast<unsigned>(XXH32(source.data(), source.size(), 0)));
+  c.name = std::string("expr_") + buf;
+  return c;
+}
+
+}  // namespace fusekit

@@ -1,0 +1,175 @@
+#include "generator/fusion_candidate.h"
+
+#include <xxhash.h>
+
+#include <regex>
+#include <sstream>
+
+#include "common/errors.h"
+
+namespace fusekit {
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::kFlat: return "flat";
+    case Layout::kRowCol: return "rowcol";
+    case Layout::kNchw: return "nchw";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& layout_axes(Layout layout) {
+  static const std::vector<std::string> flat = {"i"}, rowcol = {"col", "row"}, nchw = {"hw", "c", "n"};
+  switch (layout) {
+    case Layout::kFlat: return flat;
+    case Layout::kRowCol: return rowcol;
+    case Layout::kNchw: return nchw;
+  }
+  return flat;
+}
+
+std::string halide_input_name(const std::string& name) { return "in_" + name; }
+std::string halide_param_name(const std::string& name) { return "p_" + name; }
+
+std::vector<int64_t> FusionCandidate::domain_for_elements(int64_t n) const {
+  if (n <= 0) throw UserError("size " + std::to_string(n) + " is not positive; sizes are element counts >= 1");
+  switch (layout) {
+    case Layout::kFlat: return {n};
+    case Layout::kRowCol: return n < 1024 ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1024, (n + 1023) / 1024};
+    case Layout::kNchw: return n < 64 ? std::vector<int64_t>{n, 1, 1} : std::vector<int64_t>{(n + 63) / 64, 64, 1};
+  }
+  return {n};
+}
+
+std::vector<int64_t> FusionCandidate::odd_domain() const {
+  switch (layout) {
+    case Layout::kFlat: return {100003};
+    case Layout::kRowCol: return {1001, 97};
+    case Layout::kNchw: return {333, 7, 3};
+  }
+  return {100003};
+}
+
+std::vector<int64_t> FusionCandidate::input_dims(size_t i, const std::vector<int64_t>& domain) const {
+  const InputSpec& in = inputs.at(i);
+  if (in.full()) return domain;
+  std::vector<int64_t> dims;
+  for (int a : in.axes) dims.push_back(domain.at(a));
+  return dims;
+}
+
+namespace {
+
+Halide::Type storage_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return Halide::Float(32);
+    case DType::kF16: return Halide::Float(16);
+    case DType::kBF16: return Halide::BFloat(16);
+  }
+  return Halide::Float(32);
+}
+
+class Context final : public AlgorithmContext {
+ public:
+  Context(const FusionCandidate& c, Pipeline& p) : c_(c), p_(p) {}
+  Halide::Expr in(const std::string& name) const override {
+    for (size_t i = 0; i < c_.inputs.size(); ++i) {
+      if (c_.inputs[i].name != name) continue;
+      std::vector<Halide::Expr> args;
+      if (c_.inputs[i].full()) {
+        for (const auto& v : p_.vars) args.push_back(v);
+      } else {
+        for (int a : c_.inputs[i].axes) args.push_back(p_.vars.at(a));
+      }
+      Halide::Expr e = p_.inputs[i](args);
+      return p_.storage == Halide::Float(32) ? e : Halide::cast<float>(e);
+    }
+    throw InternalError("candidate " + c_.name + " has no input '" + name + "'");
+  }
+  Halide::Expr param(const std::string& name) const override {
+    for (size_t i = 0; i < c_.params.size(); ++i)
+      if (c_.params[i].name == name) return p_.params[i];
+    throw InternalError("candidate " + c_.name + " has no parameter '" + name + "'");
+  }
+
+ private:
+  const FusionCandidate& c_;
+  Pipeline& p_;
+};
+
+void constrain(Halide::OutputImageParam b, size_t dims) {
+  b.dim(0).set_min(0).set_stride(1);
+  for (size_t k = 1; k < dims; ++k)
+    b.dim(static_cast<int>(k)).set_min(0).set_stride(b.dim(static_cast<int>(k) - 1).stride() *
+                                                   b.dim(static_cast<int>(k) - 1).extent());
+}
+
+}  // namespace
+
+Pipeline instantiate(const FusionCandidate& candidate, DType dtype) {
+  Pipeline p;
+  p.dtype = dtype;
+  p.storage = storage_type(dtype);
+  for (const auto& axis : layout_axes(candidate.layout)) p.vars.emplace_back(axis);
+  for (const auto& in : candidate.inputs)
+    p.inputs.emplace_back(p.storage, in.full() ? static_cast<int>(p.vars.size()) : static_cast<int>(in.axes.size()),
+                          halide_input_name(in.name));
+  for (const auto& prm : candidate.params) {
+    p.params.emplace_back(halide_param_name(prm.name));
+    p.params.back().set(prm.value);
+  }
+  Context ctx(candidate, p);
+  std::vector<Halide::Expr> values = candidate.algorithm(ctx);
+  FUSEKIT_INTERNAL_ASSERT(values.size() == candidate.outputs.size(),
+                          candidate.name + ": algorithm returned the wrong number of outputs");
+  for (auto& v : values) {
+    FUSEKIT_INTERNAL_ASSERT(v.type() == Halide::Float(32), candidate.name + ": output math must be f32");
+    p.stored.push_back(Halide::cast(p.storage, v));
+  }
+  p.output = Halide::Func(kHalideOutputName);
+  std::vector<Halide::Var> args(p.vars.begin(), p.vars.end());
+  if (p.stored.size() == 1) p.output(args) = p.stored[0];
+  else p.output(args) = Halide::Tuple(p.stored);
+  return p;
+}
+
+void Pipeline::constrain_buffers() {
+  for (auto& in : inputs) constrain(in, static_cast<size_t>(in.dimensions()));
+  for (auto& out : output.output_buffers()) constrain(out, vars.size());
+}
+
+std::vector<Halide::Argument> Pipeline::arguments() const {
+  std::vector<Halide::Argument> args;
+  for (const auto& in : inputs) args.emplace_back(in);
+  for (const auto& p : params) args.emplace_back(p);
+  return args;
+}
+
+std::string canonical_pipeline_text(const FusionCandidate& candidate, DType dtype) {
+  Pipeline p = instantiate(candidate, dtype);
+  std::ostringstream s;
+  s << "layout " << layout_name(candidate.layout) << "; dtype " << dtype_name(dtype) << ";";
+  for (const auto& in : candidate.inputs) {
+    s << " input " << in.name;
+    if (!in.full()) {
+      s << "[";
+      for (size_t k = 0; k < in.axes.size(); ++k) s << (k ? "," : "") << layout_axes(candidate.layout)[in.axes[k]];
+      s << "]";
+    }
+    s << ";";
+  }
+  for (const auto& prm : candidate.params) s << " param " << prm.name << ";";
+  for (size_t i = 0; i < p.stored.size(); ++i) s << " " << candidate.outputs[i] << " = " << p.stored[i] << ";";
+  // Halide makes names unique per process ("in_x_im$2"); the key must not
+  // depend on how many pipelines were built before this one.
+  return std::regex_replace(s.str(), std::regex(R"(\$[0-9]+)"), "");
+}
+
+std::string pipeline_hash(const std::string& canonical_text) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(XXH64(canonical_text.data(), canonical_text.size(), 0)));
+  return buf;
+}
+
+}  // namespace fusekit

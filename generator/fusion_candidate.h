@@ -1,0 +1,98 @@
+// FusionCandidate: a chain of pointwise ops as a Halide algorithm, with no
+// schedule. The same algorithm serves as the CPU reference (JIT for the
+// host), as the input of the Halide CUDA backend, and as the source the CUDA
+// C printer walks for the NVRTC backend.
+//
+// The iteration domain is one of three layouts (axes innermost first):
+//   flat    i                 same-shape tensors of n elements
+//   rowcol  col, row          a [rows, cols] tensor; b[col] broadcasts a row
+//   nchw    hw, c, n          NCHW with H*W flattened; s[c] per channel
+// An input is either full-shape or indexed by a subset of the axes.
+#pragma once
+
+#include <Halide.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fusekit/dtype.h"
+
+namespace fusekit {
+
+enum class Layout { kFlat, kRowCol, kNchw };
+const char* layout_name(Layout layout);
+// Axis names innermost first: {"i"}, {"col", "row"}, {"hw", "c", "n"}.
+const std::vector<std::string>& layout_axes(Layout layout);
+
+struct InputSpec {
+  std::string name;
+  std::vector<int> axes;  // domain axes indexing it, innermost first; empty = full shape
+  bool full() const { return axes.empty(); }
+};
+
+struct ParamSpec {
+  std::string name;
+  float value = 0.0f;     // value used when tuning and verifying
+};
+
+// Handed to an algorithm function: f32 views of inputs and parameters.
+class AlgorithmContext {
+ public:
+  virtual ~AlgorithmContext() = default;
+  virtual Halide::Expr in(const std::string& name) const = 0;
+  virtual Halide::Expr param(const std::string& name) const = 0;
+};
+
+// Returns one f32 Expr per output.
+using AlgorithmFn = std::function<std::vector<Halide::Expr>(const AlgorithmContext&)>;
+
+struct FusionCandidate {
+  std::string name;             // "sigmoid_mul_tanh_add" or "expr_<hash>"
+  std::string description;      // human text, e.g. the expression source
+  Layout layout = Layout::kFlat;
+  std::vector<InputSpec> inputs;
+  std::vector<ParamSpec> params;
+  std::vector<std::string> outputs;
+  AlgorithmFn algorithm;
+
+  // The iteration domain (innermost first) for a requested element count:
+  // flat {n}; rowcol {1024, ceil(n/1024)} (n < 1024: {n, 1}); nchw
+  // {ceil(n/64), 64, 1} (n < 64: {n, 1, 1}).
+  std::vector<int64_t> domain_for_elements(int64_t n) const;
+  // An odd-sized domain: no extent is a multiple of 2, 4 or 8.
+  std::vector<int64_t> odd_domain() const;
+  // Dims of input `i` for a domain.
+  std::vector<int64_t> input_dims(size_t i, const std::vector<int64_t>& domain) const;
+};
+
+// The candidate made concrete at one storage dtype. Each call creates fresh
+// Halide objects, since schedules mutate Funcs.
+struct Pipeline {
+  DType dtype = DType::kF32;
+  Halide::Type storage;                  // Float(32), Float(16) or BFloat(16)
+  std::vector<Halide::Var> vars;         // innermost first
+  std::vector<Halide::ImageParam> inputs;
+  std::vector<Halide::Param<float>> params;
+  std::vector<Halide::Expr> stored;      // per output: cast(storage, f32 math)
+  Halide::Func output;                   // one Func; a Tuple when several outputs
+
+  // Buffer constraints (min 0, dense strides) on inputs and outputs.
+  void constrain_buffers();
+  std::vector<Halide::Argument> arguments() const;  // inputs then params
+};
+
+Pipeline instantiate(const FusionCandidate& candidate, DType dtype);
+
+// Canonical text of the algorithm at a dtype (layout, inputs, params and the
+// printed output Exprs) and its xxh64 in hex: the database key.
+std::string canonical_pipeline_text(const FusionCandidate& candidate, DType dtype);
+std::string pipeline_hash(const std::string& canonical_text);
+
+// Halide names used inside pipelines (stable, so kernels and keys are too).
+std::string halide_input_name(const std::string& name);   // "in_x"
+std::string halide_param_name(const std::string& name);   // "p_alpha"
+constexpr const char* kHalideOutputName = "fk_out";
+
+}  // namespace fusekit

@@ -1,0 +1,64 @@
+#include "generator/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <cstring>
+#include <vector>
+
+namespace fusekit {
+
+NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch) {
+  NvrtcResult out;
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) {
+    out.log = std::string("nvrtcCreateProgram failed: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  const std::string gpu = "--gpu-architecture=sm_" + std::to_string(arch.number());
+  const char* opts[] = {gpu.c_str(), "-std=c++17", "--extra-device-vectorization"};
+  r = nvrtcCompileProgram(prog, sizeof(opts) / sizeof(opts[0]), opts);
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  if (log_size > 1) {
+    std::vector<char> log(log_size);
+    nvrtcGetProgramLog(prog, log.data());
+    out.log.assign(log.data());
+  }
+  if (r != NVRTC_SUCCESS) {
+    out.log = std::string("nvrtcCompileProgram(") + name + ", " + gpu + ") failed: " + nvrtcGetErrorString(r) +
+              (out.log.empty() ? "" : "\n" + out.log);
+    nvrtcDestroyProgram(&prog);
+    return out;
+  }
+  size_t size = 0;
+  r = nvrtcGetCUBINSize(prog, &size);
+  if (r == NVRTC_SUCCESS && size > 0) {
+    out.cubin.resize(size);
+    r = nvrtcGetCUBIN(prog, out.cubin.data());
+  }
+  if (r != NVRTC_SUCCESS || size == 0) {
+    out.log = std::string("nvrtcGetCUBIN failed: ") + nvrtcGetErrorString(r);
+    out.cubin.clear();
+  } else {
+    out.ok = true;
+  }
+  nvrtcDestroyProgram(&prog);
+  return out;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+int cubin_sm(const std::string& image) {
+  // ELF64: magic at 0, e_flags at offset 48 (4 bytes, little endian).
+  if (image.size() < 52 || std::memcmp(image.data(), "\x7f" "ELF", 4) != 0 || image[4] != 2) return 0;
+  uint32_t flags = 0;
+  std::memcpy(&flags, image.data() + 48, 4);
+  return static_cast<int>((flags >> 8) & 0xff);
+}
+
+}  // namespace fusekit

@@ -1,0 +1,28 @@
+// NVRTC: CUDA C++ to a cubin for an exact sm_XY. Runs without a GPU, so
+// `tune --arch sm_86` produces sm_86 cubins on any machine.
+#pragma once
+
+#include <string>
+
+#include "fusekit/arch.h"
+
+namespace fusekit {
+
+struct NvrtcResult {
+  bool ok = false;
+  std::string cubin;  // ELF image
+  std::string log;    // compiler log (errors and warnings)
+};
+
+// `name` is used in diagnostics. Never throws for a compile error: the
+// result carries NVRTC's status name and its log.
+NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch);
+
+// "13.0".
+std::string nvrtc_version();
+
+// The arch an ELF cubin was built for, from bits 8-15 of e_flags (0x5a for
+// sm_90); 0 when `image` is not an ELF cubin.
+int cubin_sm(const std::string& image);
+
+}  // namespace fusekit

@@ -1,0 +1,56 @@
+// KernelArtifact: everything needed to launch one compiled kernel with the
+// CUDA driver API alone: the image (cubin or PTX), the entry symbol, the block
+// shape, and the grid and arguments as LaunchExprs over the problem shape.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusekit/launch_expr.h"
+#include "fusekit/status.h"
+
+namespace fusekit {
+
+enum class ImageKind { kCubin, kPtx };
+const char* image_kind_name(ImageKind kind);
+
+// One kernel parameter, in launch order.
+struct KernelParam {
+  enum class Kind {
+    kInput,        // device pointer of input tensor `index`
+    kOutput,       // device pointer of output tensor `index`
+    kScalarParam,  // f32 value of the candidate's named scalar parameter `index`
+    kShape,        // integer `expr` evaluated over the shape symbols
+  };
+  enum class Type { kPtr, kBool, kI32, kI64, kF32 };
+
+  Kind kind = Kind::kShape;
+  Type type = Type::kI64;
+  int index = 0;
+  LaunchExpr expr;  // for kShape
+
+  // Size in bytes of the argument slot passed to cuLaunchKernel.
+  size_t size_bytes() const;
+};
+
+// Text forms used in the database and manifests.
+const char* param_kind_name(KernelParam::Kind kind);
+const char* param_type_name(KernelParam::Type type);
+
+struct KernelArtifact {
+  std::string backend;          // "nvrtc" or "halide"
+  ImageKind image_kind = ImageKind::kCubin;
+  std::string image;            // cubin bytes or PTX text
+  std::string entry;            // kernel symbol
+  int target_sm = 0;            // arch the image was generated for (e.g. 90)
+  int block[3] = {1, 1, 1};
+  LaunchExpr grid[3] = {LaunchExpr(1), LaunchExpr(1), LaunchExpr(1)};
+  int shared_bytes = 0;
+  std::vector<KernelParam> params;
+  // Byte alignment every tensor pointer must have (vectorized access).
+  int pointer_alignment = 1;
+  std::string source;           // CUDA C (nvrtc) or PTX (halide), for humans
+};
+
+}  // namespace fusekit

@@ -1,0 +1,64 @@
+// Loading a KernelArtifact into the current CUDA context and launching it on
+// a caller's stream, with grid and shape arguments evaluated from the call's
+// tensor extents.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusekit/cuda_driver.h"
+#include "fusekit/kernel_artifact.h"
+#include "fusekit/status.h"
+
+namespace fusekit {
+
+// Extents of one call. Tensors are dense with min 0; dims innermost first.
+struct LaunchShape {
+  std::vector<int64_t> domain;                    // the output iteration domain
+  std::vector<std::vector<int64_t>> inputs;       // dims of each input tensor
+  std::vector<std::vector<int64_t>> outputs;      // dims of each output tensor
+  int sm_count = 1;
+
+  int64_t elements() const;  // product of domain
+};
+
+// Symbol values a LaunchExpr may use: "n", "d<k>", "sm_count",
+// "in<i>.extent.<k>", "in<i>.min.<k>", "in<i>.stride.<k>" and the same for
+// "out<i>". Returns false for anything else.
+bool lookup_shape_symbol(const LaunchShape& shape, const std::string& name, int64_t* value);
+
+// Device pointers and scalar values of one call.
+struct LaunchArgs {
+  std::vector<CUdeviceptr> inputs;
+  std::vector<CUdeviceptr> outputs;
+  std::vector<float> params;
+};
+
+// A module loaded from an artifact's image, and its entry function.
+class LoadedKernel {
+ public:
+  LoadedKernel() = default;
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+  ~LoadedKernel();
+
+  // Loads into the current context; on failure the JIT log is in the Status.
+  Status load(const CudaDriver& driver, const KernelArtifact& artifact);
+  void unload();
+  CUfunction function() const { return function_; }
+  bool loaded() const { return module_ != nullptr; }
+
+ private:
+  const CudaDriver* driver_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+};
+
+// Evaluates the grid and arguments and calls cuLaunchKernel on `stream`.
+Status launch_kernel(const CudaDriver& driver, const KernelArtifact& artifact, CUfunction function,
+                     const LaunchShape& shape, const LaunchArgs& args, CUstream stream);
+
+}  // namespace fusekit

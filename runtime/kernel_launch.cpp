@@ -1,0 +1,165 @@
+#include "fusekit/kernel_launch.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace fusekit {
+
+int64_t LaunchShape::elements() const {
+  int64_t n = 1;
+  for (int64_t d : domain) n *= d;
+  return n;
+}
+
+namespace {
+
+bool parse_index(const std::string& s, size_t* pos, int64_t* out) {
+  size_t start = *pos;
+  while (*pos < s.size() && s[*pos] >= '0' && s[*pos] <= '9') ++*pos;
+  if (*pos == start) return false;
+  *out = std::strtoll(s.c_str() + start, nullptr, 10);
+  return true;
+}
+
+// "in3.extent.1" -> tensor list, index 3, field "extent", dim 1.
+bool lookup_tensor_symbol(const std::vector<std::vector<int64_t>>& tensors, const std::string& name,
+                          size_t prefix, int64_t* value) {
+  size_t pos = prefix;
+  int64_t t = 0, d = 0;
+  if (!parse_index(name, &pos, &t) || pos >= name.size() || name[pos] != '.') return false;
+  ++pos;
+  size_t dot = name.find('.', pos);
+  if (dot == std::string::npos) return false;
+  std::string field = name.substr(pos, dot - pos);
+  pos = dot + 1;
+  if (!parse_index(name, &pos, &d) || pos != name.size()) return false;
+  if (t < 0 || t >= static_cast<int64_t>(tensors.size())) return false;
+  const auto& dims = tensors[t];
+  if (d < 0 || d >= static_cast<int64_t>(dims.size())) return false;
+  if (field == "extent") { *value = dims[d]; return true; }
+  if (field == "min") { *value = 0; return true; }
+  if (field == "stride") {
+    int64_t s = 1;
+    for (int64_t k = 0; k < d; ++k) s *= dims[k];
+    *value = s;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool lookup_shape_symbol(const LaunchShape& shape, const std::string& name, int64_t* value) {
+  if (name == "n") { *value = shape.elements(); return true; }
+  if (name == "sm_count") { *value = shape.sm_count; return true; }
+  if (name.size() >= 2 && name[0] == 'd' && name[1] >= '0' && name[1] <= '9') {
+    size_t pos = 1;
+    int64_t k = 0;
+    if (!parse_index(name, &pos, &k) || pos != name.size()) return false;
+    if (k >= static_cast<int64_t>(shape.domain.size())) return false;
+    *value = shape.domain[k];
+    return true;
+  }
+  if (name.rfind("in", 0) == 0) return lookup_tensor_symbol(shape.inputs, name, 2, value);
+  if (name.rfind("out", 0) == 0) return lookup_tensor_symbol(shape.outputs, name, 3, value);
+  return false;
+}
+
+LoadedKernel::~LoadedKernel() { unload(); }
+
+void LoadedKernel::unload() {
+  if (module_ && driver_) driver_->cuModuleUnload(module_);
+  module_ = nullptr;
+  function_ = nullptr;
+}
+
+Status LoadedKernel::load(const CudaDriver& driver, const KernelArtifact& artifact) {
+  unload();
+  driver_ = &driver;
+  char error_log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof(error_log)))};
+  // PTX must be NUL-terminated; std::string guarantees that for c_str().
+  const void* image = artifact.image.c_str();
+  CUresult r = driver.cuModuleLoadDataEx(&module_, image, 2, options, values);
+  if (r != CUDA_SUCCESS) {
+    module_ = nullptr;
+    return cuda_status(driver, r, "cuModuleLoadDataEx",
+                       std::string(image_kind_name(artifact.image_kind)) + " for " + artifact.entry +
+                           (error_log[0] ? std::string("; log: ") + error_log : ""));
+  }
+  r = driver.cuModuleGetFunction(&function_, module_, artifact.entry.c_str());
+  if (r != CUDA_SUCCESS) {
+    unload();
+    return cuda_status(driver, r, "cuModuleGetFunction", artifact.entry);
+  }
+  return Status();
+}
+
+Status launch_kernel(const CudaDriver& driver, const KernelArtifact& artifact, CUfunction function,
+                     const LaunchShape& shape, const LaunchArgs& args, CUstream stream) {
+  auto lookup = [&](const std::string& name, int64_t* v) { return lookup_shape_symbol(shape, name, v); };
+  int64_t grid[3];
+  for (int i = 0; i < 3; ++i) {
+    Status st = artifact.grid[i].evaluate(lookup, &grid[i]);
+    if (!st.ok()) return st;
+    if (grid[i] <= 0 || grid[i] > (i == 0 ? 2147483647LL : 65535LL))
+      return Status(StatusCode::kInvalidArgument,
+                    "grid dimension " + std::to_string(i) + " = " + std::to_string(grid[i]) + " out of range");
+  }
+  // One 8-byte slot per argument: every type fits, and the pointers stay valid.
+  const size_t count = artifact.params.size();
+  uint64_t storage[64];
+  void* pointers[64];
+  if (count > 64) return Status(StatusCode::kNotSupported, "more than 64 kernel parameters");
+  for (size_t i = 0; i < count; ++i) {
+    const KernelParam& p = artifact.params[i];
+    storage[i] = 0;
+    void* slot = &storage[i];
+    switch (p.kind) {
+      case KernelParam::Kind::kInput:
+      case KernelParam::Kind::kOutput: {
+        const auto& list = p.kind == KernelParam::Kind::kInput ? args.inputs : args.outputs;
+        if (p.index < 0 || p.index >= static_cast<int>(list.size()))
+          return Status(StatusCode::kInvalidArgument, "kernel wants tensor " + std::to_string(p.index) +
+                                                          " of " + param_kind_name(p.kind) + "s; call has " +
+                                                          std::to_string(list.size()));
+        uint64_t ptr = list[p.index];
+        std::memcpy(slot, &ptr, sizeof(ptr));
+        break;
+      }
+      case KernelParam::Kind::kScalarParam: {
+        if (p.index < 0 || p.index >= static_cast<int>(args.params.size()))
+          return Status(StatusCode::kInvalidArgument, "missing scalar parameter " + std::to_string(p.index));
+        std::memcpy(slot, &args.params[p.index], sizeof(float));
+        break;
+      }
+      case KernelParam::Kind::kShape: {
+        int64_t v = 0;
+        Status st = p.expr.evaluate(lookup, &v);
+        if (!st.ok()) return st;
+        if (p.type == KernelParam::Type::kBool) {
+          uint8_t b = v != 0;
+          std::memcpy(slot, &b, sizeof(b));
+        } else if (p.type == KernelParam::Type::kI32) {
+          if (v < INT32_MIN || v > INT32_MAX)
+            return Status(StatusCode::kNotSupported, "shape argument " + p.expr.to_string() + " = " +
+                                                         std::to_string(v) + " overflows int32");
+          int32_t v32 = static_cast<int32_t>(v);
+          std::memcpy(slot, &v32, sizeof(v32));
+        } else {
+          std::memcpy(slot, &v, sizeof(v));
+        }
+        break;
+      }
+    }
+    pointers[i] = slot;
+  }
+  CUresult r = driver.cuLaunchKernel(function, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                                     static_cast<unsigned>(grid[2]), artifact.block[0], artifact.block[1],
+                                     artifact.block[2], artifact.shared_bytes, stream, pointers, nullptr);
+  if (r != CUDA_SUCCESS) return cuda_status(driver, r, "cuLaunchKernel", artifact.entry);
+  return Status();
+}
+
+}  // namespace fusekit

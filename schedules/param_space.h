@@ -1,0 +1,68 @@
+// ParamSpace and Config: named finite integer domains plus constraints.
+// A Config prints canonically ("ept=2 threads=256 vec=4", names sorted) and
+// hashes stably, so it can key database records.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fusekit {
+
+class Config {
+ public:
+  Config() = default;
+  explicit Config(std::map<std::string, int64_t> values) : values_(std::move(values)) {}
+
+  int64_t get(const std::string& name) const;              // throws InternalError if absent
+  int64_t get_or(const std::string& name, int64_t fallback) const;
+  void set(const std::string& name, int64_t value) { values_[name] = value; }
+  const std::map<std::string, int64_t>& values() const { return values_; }
+
+  std::string to_string() const;                          // canonical text
+  static Config parse(const std::string& text);            // inverse; throws UserError
+  uint64_t hash() const;                                   // xxh64 of to_string()
+  bool operator==(const Config& o) const { return values_ == o.values_; }
+  bool operator<(const Config& o) const { return values_ < o.values_; }
+
+ private:
+  std::map<std::string, int64_t> values_;
+};
+
+// One tunable dimension.
+struct ParamDomain {
+  std::string name;
+  std::vector<int64_t> values;
+};
+
+// A predicate over configs with the reason printed when it prunes one.
+struct Constraint {
+  std::string description;
+  std::function<bool(const Config&)> holds;
+};
+
+class ParamSpace {
+ public:
+  void add(std::string name, std::vector<int64_t> values);
+  void require(std::string description, std::function<bool(const Config&)> holds);
+
+  const std::vector<ParamDomain>& domains() const { return domains_; }
+  // Product of domain sizes, legal or not.
+  uint64_t raw_size() const;
+  // Empty when legal, else the description of the first violated constraint.
+  std::string violation(const Config& config) const;
+  bool legal(const Config& config) const { return violation(config).empty(); }
+  // Every legal config, in a deterministic order.
+  std::vector<Config> enumerate() const;
+  // A uniformly drawn config (may be illegal).
+  Config sample(std::mt19937_64& rng) const;
+
+ private:
+  std::vector<ParamDomain> domains_;
+  std::vector<Constraint> constraints_;
+};
+
+}  // namespace fusekit

@@ -1,0 +1,76 @@
+#include "schedules/pointwise_template.h"
+
+#include "common/errors.h"
+
+namespace fusekit {
+
+const char* backend_name(Backend backend) { return backend == Backend::kNvrtc ? "nvrtc" : "halide"; }
+
+Backend parse_backend(const std::string& text) {
+  if (text == "nvrtc") return Backend::kNvrtc;
+  if (text == "halide") return Backend::kHalide;
+  throw UserError("unknown backend '" + text + "'; known: nvrtc halide");
+}
+
+ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int element_bytes) {
+  ParamSpace s;
+  s.add("threads", {64, 128, 256, 512, 1024});
+  s.add("vec", {1, 2, 4, 8});
+  s.add("ept", {1, 2, 4, 8});
+  if (backend == Backend::kNvrtc) s.add("grid", {0, 2, 4, 8});
+  const int max_block = arch.max_threads_per_block;
+  s.require("threads per block above the arch limit of " + std::to_string(max_block),
+            [max_block](const Config& c) { return c.get("threads") <= max_block; });
+  s.require("an access wider than 16 bytes",
+            [element_bytes](const Config& c) { return c.get("vec") * element_bytes <= 16; });
+  if (backend == Backend::kNvrtc) {
+    const int tps = arch.max_threads_per_sm, bps = arch.max_blocks_per_sm;
+    s.require("grid-stride blocks per SM exceed the arch's resident threads or blocks",
+              [tps, bps](const Config& c) {
+                int64_t g = c.get("grid");
+                return g == 0 || (g * c.get("threads") <= tps && g <= bps);
+              });
+  }
+  return s;
+}
+
+int64_t PointwiseTemplate::tile_elements(const Config& config) {
+  return config.get("threads") * config.get("vec") * config.get("ept");
+}
+
+std::string PointwiseTemplate::size_violation(const Config& config, Backend backend, int64_t elements) {
+  if (backend == Backend::kHalide && tile_elements(config) > elements)
+    return "Halide tile of " + std::to_string(tile_elements(config)) + " elements exceeds the " +
+           std::to_string(elements) + "-element domain";
+  return "";
+}
+
+void PointwiseTemplate::apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
+                                     const Config& config) {
+  FUSEKIT_INTERNAL_ASSERT(!vars.empty(), "pointwise output without vars");
+  using Halide::Var;
+  Var flat = vars[0];
+  if (vars.size() > 1) {
+    // Fuse the whole domain into one index, innermost first.
+    Var fused("fk_fused");
+    Var acc = vars[0];
+    for (size_t i = 1; i < vars.size(); ++i) {
+      Var next(i + 1 == vars.size() ? "fk_fused" : "fk_fused_" + std::to_string(i));
+      output.fuse(acc, vars[i], next);
+      acc = next;
+    }
+    flat = acc;
+  }
+  const int threads = static_cast<int>(config.get("threads"));
+  const int vec = static_cast<int>(config.get("vec"));
+  const int ept = static_cast<int>(config.get("ept"));
+  // index = ((block * ept + u) * threads + t) * vec + v
+  Var v("fk_v"), t("fk_t"), u("fk_u"), b("fk_b"), rest("fk_rest");
+  output.split(flat, rest, v, vec).split(rest, rest, t, threads).split(rest, b, u, ept);
+  output.reorder(v, t, u, b);
+  if (vec > 1) output.vectorize(v);
+  if (ept > 1) output.unroll(u);
+  output.gpu_blocks(b).gpu_threads(t);
+}
+
+}  // namespace fusekit

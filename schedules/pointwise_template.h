@@ -1,0 +1,42 @@
+// The pointwise schedule template: one thread handles `ept` vectors of `vec`
+// elements, `threads` threads per block, consecutive threads on consecutive
+// vectors (coalesced). The iteration domain is flattened to one index.
+//
+// Parameters:
+//   threads  threads per block                      64..1024
+//   vec      elements per access (<= 16 bytes)       1, 2, 4, 8
+//   ept      vectors per thread, unrolled            1, 2, 4, 8
+//   grid     0: one-shot grid, one tile per block;   (nvrtc only)
+//            k > 0: grid-stride loop over k blocks per SM
+#pragma once
+
+#include <Halide.h>
+
+#include <string>
+#include <vector>
+
+#include "schedules/arch_limits.h"
+#include "schedules/param_space.h"
+
+namespace fusekit {
+
+enum class Backend { kNvrtc, kHalide };
+const char* backend_name(Backend backend);
+// Throws UserError for anything but "nvrtc" or "halide".
+Backend parse_backend(const std::string& text);
+
+class PointwiseTemplate {
+ public:
+  // The legal space for one arch, backend and storage element size.
+  static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes);
+  // Elements one block covers per pass: threads * vec * ept.
+  static int64_t tile_elements(const Config& config);
+  // Empty when `config` can run a domain of `elements`; else why not. The
+  // Halide schedule shifts its last tile inward, so it needs one full tile.
+  static std::string size_violation(const Config& config, Backend backend, int64_t elements);
+  // Applies the GPU schedule to `output` (whose pure vars are `vars`,
+  // innermost first) for the Halide backend.
+  static void apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars, const Config& config);
+};
+
+}  // namespace fusekit

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Everything fusekit does on a GPU machine in one call: check the carried
+# binaries link, run the GPU tests, measure copy bandwidth, tune the whole
+# catalog, export the database, and verify the winners under memcheck.
+#
+# Expects .device/bin (stripped fusekit, gpu_test, copy_bandwidth) and
+# .device/debs (Debian runtime packages the GPU machine lacks; see
+# scripts/prepare_device.sh). Writes at most 8 files under $OUT.
+set -uo pipefail
+out=${OUT:?set OUT to a results folder}
+deps=/tmp/fusekit-deps
+mkdir -p "$deps"
+for d in .device/debs/*.deb; do dpkg -x "$d" "$deps"; done
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+bin=.device/bin
+log="$out/log.txt"
+step() { echo "=== $* ($(date -u +%T))" | tee -a "$log"; }
+
+step environment
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; uname -r; } >>"$log" 2>&1
+missing=$(ldd "$bin/fusekit" "$bin/gpu_test" | grep "not found" || true)
+if [ -n "$missing" ]; then echo "missing libraries: $missing" | tee -a "$log"; exit 1; fi
+
+step gpu tests
+timeout 300 "$bin/gpu_test" --gtest_output=json:"$out/gpu_test.json" >>"$log" 2>&1
+echo "gpu_test rc=$?" | tee -a "$log"
+
+step copy bandwidth before tuning
+timeout 60 "$bin/copy_bandwidth" | tee -a "$log" "$out/copy.jsonl"
+
+step tune
+timeout ${TUNE_TIMEOUT:-360} "$bin/fusekit" tune --arch sm_90 --dtype ${DTYPES:-f32,bf16} \
+  --sizes ${SIZES:-4096,65536,1048576,67108864} --budget ${BUDGET:-24} --db /tmp/h200.db \
+  >"$out/tune.txt" 2>"$out/tune_progress.txt"
+echo "tune rc=$?" | tee -a "$log"
+
+step copy bandwidth after tuning
+timeout 60 "$bin/copy_bandwidth" | tee -a "$log" "$out/copy.jsonl"
+
+step export
+"$bin/fusekit" db export --db /tmp/h200.db "$out/h200.jsonl" >>"$log" 2>&1
+
+step memcheck of every winner
+timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$bin/fusekit" verify --arch sm_90 --dtype ${DTYPES:-f32,bf16} --sizes 4096,65536 --db /tmp/h200.db \
+  >"$out/memcheck.txt" 2>&1
+echo "memcheck rc=$?" | tee -a "$log"
+tail -3 "$out/memcheck.txt" | tee -a "$log"
+step done

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Prepares .device/ (git-ignored) for scripts/gpu_session.sh: stripped
+# binaries from BUILD_DIR and the Debian runtime packages the GPU machine
+# (Ubuntu 24.04 with CUDA, no Halide) lacks.
+set -euo pipefail
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$root/.device/bin" "$root/.device/debs"
+for b in cli/fusekit tests/gpu_test bench/copy_bandwidth; do
+  strip -o "$root/.device/bin/$(basename "$b")" "$root/$build/$b"
+done
+cd "$root/.device/debs"
+if ! ls libhalide14-0_*.deb >/dev/null 2>&1; then
+  apt-get download libhalide14-0 libllvm14 libz3-4 libboost-program-options1.74.0 libicu72 libxxhash0 \
+    libffi8 libedit2 libxml2 libtinfo6 libbsd0 libmd0
+fi
+du -sh "$root/.device"

@@ -1,0 +1,296 @@
+// The GPU measurer: verifies every artifact against the CPU reference on
+// random inputs, then times it with CUDA events after warm-up.
+//
+// Inputs are rotated over several copies when one set would fit in L2, so
+// small sizes are timed from DRAM like large ones. A kernel that faults the
+// context (illegal address, ...) becomes a launch_error record and the
+// primary context is reset before the next candidate.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "common/errors.h"
+#include "fusekit/cuda_driver.h"
+#include "fusekit/kernel_launch.h"
+#include "search/interfaces.h"
+
+namespace fusekit {
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+bool is_sticky(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Host data, reference and device copies of one problem.
+struct PreparedProblem {
+  std::string key;
+  std::vector<HostTensor> inputs;
+  std::vector<HostTensor> reference;
+  std::vector<size_t> input_offsets, output_offsets;  // within one set
+  size_t set_bytes = 0;
+  int sets = 1;
+  CUdeviceptr base = 0;
+};
+
+class GpuMeasurer final : public Measurer {
+ public:
+  GpuMeasurer() {
+    Status st = load_cuda_driver(&drv_);
+    if (!st.ok()) throw UserError("no usable GPU: " + st.message());
+    int count = 0;
+    check(drv_->cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (count == 0) throw UserError("no usable GPU: the CUDA driver reports no devices");
+    check(drv_->cuDeviceGet(&dev_, 0), "cuDeviceGet");
+    char name[256] = {0};
+    check(drv_->cuDeviceGetName(name, sizeof(name), dev_), "cuDeviceGetName");
+    int major = 0, minor = 0, sms = 0, l2 = 0, version = 0;
+    check(drv_->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_), "attr");
+    check(drv_->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_), "attr");
+    check(drv_->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_), "attr");
+    check(drv_->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev_), "attr");
+    check(drv_->cuDriverGetVersion(&version), "cuDriverGetVersion");
+    info_.gpu_name = name;
+    info_.arch = Arch{major, minor};
+    info_.sm_count = sms;
+    info_.l2_bytes = l2;
+    info_.driver_version = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+    info_.measured = true;
+    open_context();
+  }
+
+  ~GpuMeasurer() override {
+    release_problem();
+    modules_.clear();
+    destroy_events();
+    if (stream_) drv_->cuStreamDestroy(stream_);
+    drv_->cuDevicePrimaryCtxRelease(dev_);
+  }
+
+  const DeviceInfo& device() const override { return info_; }
+
+  std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
+                                     const std::vector<MeasureInput>& batch,
+                                     const MeasureOptions& options) override {
+    prepare(workload, problem, options.seed);
+    std::vector<MeasureResult> out;
+    for (const auto& in : batch) {
+      MeasureResult r = measure_one(workload, problem, *in.artifact, options);
+      r.summarize();
+      out.push_back(std::move(r));
+      if (broken_) recover(workload, problem, options.seed);
+    }
+    return out;
+  }
+
+ private:
+  void check(CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) throw UserError(std::string("GPU set-up failed: ") + what + ": " + cuda_error_text(*drv_, r));
+  }
+
+  void open_context() {
+    check(drv_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+    check(drv_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    check(drv_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
+
+  // After a sticky fault: drop everything tied to the context and reset it.
+  void recover(const Workload& workload, const Problem& problem, uint64_t seed) {
+    for (auto& [k, m] : modules_) (void)m.release();  // cannot unload in a dead context
+    modules_.clear();
+    events_.clear();
+    problem_.base = 0;
+    problem_.key.clear();
+    stream_ = nullptr;
+    drv_->cuDevicePrimaryCtxRelease(dev_);
+    drv_->cuDevicePrimaryCtxReset(dev_);
+    open_context();
+    broken_ = false;
+    prepare(workload, problem, seed);
+  }
+
+  void release_problem() {
+    if (problem_.base) drv_->cuMemFree(problem_.base);
+    problem_ = PreparedProblem{};
+  }
+
+  void prepare(const Workload& workload, const Problem& problem, uint64_t seed) {
+    std::string key = workload.name() + "/" + dtype_name(workload.dtype()) + "/" + problem.shape_text + "/" +
+                      std::to_string(seed);
+    if (key == problem_.key) return;
+    release_problem();
+    PreparedProblem p;
+    p.key = key;
+    const DType dt = workload.dtype();
+    for (size_t i = 0; i < problem.input_dims.size(); ++i) {
+      HostTensor t = HostTensor::make(dt, problem.input_dims[i]);
+      fill_uniform(&t, seed * 1000003u + i, -3.0f, 3.0f);
+      p.inputs.push_back(std::move(t));
+    }
+    workload.reference(problem, p.inputs, &p.reference);
+    size_t off = 0;
+    for (const auto& t : p.inputs) { p.input_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
+    for (const auto& t : p.reference) { p.output_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
+    p.set_bytes = off;
+    // Enough copies that consecutive launches never find their inputs in L2.
+    const double want = 2.5 * info_.l2_bytes;
+    p.sets = static_cast<int>(std::min(4096.0, std::max(1.0, std::ceil(want / static_cast<double>(off)))));
+    check(drv_->cuMemAlloc(&p.base, p.set_bytes * p.sets), "cuMemAlloc (problem buffers)");
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      check(drv_->cuMemcpyHtoD(p.base + p.input_offsets[i], p.inputs[i].bytes.data(), p.inputs[i].bytes.size()),
+            "cuMemcpyHtoD");
+    for (int s = 1; s < p.sets; ++s)
+      check(drv_->cuMemcpyDtoDAsync(p.base + s * p.set_bytes, p.base, p.set_bytes, stream_), "cuMemcpyDtoD");
+    check(drv_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    problem_ = std::move(p);
+  }
+
+  LaunchArgs args_for_set(int set) const {
+    LaunchArgs a;
+    const CUdeviceptr base = problem_.base + static_cast<size_t>(set) * problem_.set_bytes;
+    for (size_t off : problem_.input_offsets) a.inputs.push_back(base + off);
+    for (size_t off : problem_.output_offsets) a.outputs.push_back(base + off);
+    return a;
+  }
+
+  // Marks the context broken on a sticky error and returns a result.
+  MeasureResult fail(RecordStatus status, CUresult r, const std::string& what) {
+    MeasureResult res;
+    res.status = status;
+    res.error = what + ": " + cuda_error_text(*drv_, r);
+    if (is_sticky(r)) broken_ = true;
+    return res;
+  }
+
+  void ensure_events(size_t n) {
+    while (events_.size() < n) {
+      CUevent e;
+      check(drv_->cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+      events_.push_back(e);
+    }
+  }
+  void destroy_events() {
+    for (CUevent e : events_) drv_->cuEventDestroy(e);
+    events_.clear();
+  }
+
+  MeasureResult measure_one(const Workload& workload, const Problem& problem, const KernelArtifact& art,
+                            const MeasureOptions& options) {
+    MeasureResult res;
+    LaunchShape shape;
+    shape.domain = problem.domain;
+    shape.inputs = problem.input_dims;
+    shape.outputs = problem.output_dims;
+    shape.sm_count = info_.sm_count;
+
+    const std::string mkey = art.entry + "#" + std::to_string(std::hash<std::string>()(art.image));
+    auto& mod = modules_[mkey];
+    if (!mod) {
+      mod = std::make_unique<LoadedKernel>();
+      Status st = mod->load(*drv_, art);
+      if (!st.ok()) {
+        modules_.erase(mkey);
+        res.status = RecordStatus::kLaunchError;
+        res.error = st.message();
+        return res;
+      }
+    }
+    CUfunction fn = mod->function();
+    LaunchArgs args0 = args_for_set(0);
+    args0.params = workload.param_values();
+
+    // Verify: poison outputs, run once, compare every element.
+    for (size_t i = 0; i < problem_.reference.size(); ++i)
+      drv_->cuMemsetD8(args0.outputs[i], 0xFF, problem_.reference[i].bytes.size());
+    Status st = launch_kernel(*drv_, art, fn, shape, args0, stream_);
+    if (!st.ok()) {
+      res.status = RecordStatus::kLaunchError;
+      res.error = st.message();
+      return res;
+    }
+    CUresult r = drv_->cuStreamSynchronize(stream_);
+    if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "kernel execution");
+    std::vector<HostTensor> got;
+    for (size_t i = 0; i < problem_.reference.size(); ++i) {
+      HostTensor t = HostTensor::make(workload.dtype(), problem_.reference[i].dims);
+      r = drv_->cuMemcpyDtoH(t.bytes.data(), args0.outputs[i], t.bytes.size());
+      if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "cuMemcpyDtoH");
+      got.push_back(std::move(t));
+    }
+    Comparison cmp = compare_outputs(got, problem_.reference, tolerance_for(workload.dtype()));
+    res.verify_error = cmp.max_ratio;
+    if (!cmp.passed()) {
+      res.status = RecordStatus::kVerifyError;
+      res.error = "verification failed at " + problem.shape_text + ": " + cmp.detail;
+      return res;
+    }
+    if (!options.time) return res;
+
+    // Warm up, then estimate one launch to size the sample count.
+    std::vector<LaunchArgs> set_args;
+    for (int s = 0; s < problem_.sets; ++s) {
+      set_args.push_back(args_for_set(s));
+      set_args.back().params = args0.params;
+    }
+    ensure_events(2 * static_cast<size_t>(options.max_samples) + 2);
+    for (int i = 0; i < 5; ++i) launch_kernel(*drv_, art, fn, shape, set_args[i % problem_.sets], stream_);
+    drv_->cuEventRecord(events_[0], stream_);
+    const int probe = 10;
+    for (int i = 0; i < probe; ++i) launch_kernel(*drv_, art, fn, shape, set_args[i % problem_.sets], stream_);
+    drv_->cuEventRecord(events_[1], stream_);
+    r = drv_->cuEventSynchronize(events_[1]);
+    if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "warm-up");
+    float probe_ms = 0;
+    drv_->cuEventElapsedTime(&probe_ms, events_[0], events_[1]);
+    const double est_us = std::max(1.0, 1000.0 * probe_ms / probe);
+    const int samples = static_cast<int>(
+        std::clamp(options.target_ms * 1000.0 / est_us, double(options.min_samples), double(options.max_samples)));
+
+    // Timed: an event pair around each launch, rotating input sets.
+    for (int i = 0; i < samples; ++i) {
+      drv_->cuEventRecord(events_[2 * i], stream_);
+      launch_kernel(*drv_, art, fn, shape, set_args[(i + 1) % problem_.sets], stream_);
+      drv_->cuEventRecord(events_[2 * i + 1], stream_);
+    }
+    r = drv_->cuEventSynchronize(events_[2 * samples - 1]);
+    if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "timed runs");
+    for (int i = 0; i < samples; ++i) {
+      float ms = 0;
+      drv_->cuEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]);
+      res.samples_us.push_back(1000.0 * ms);
+    }
+    return res;
+  }
+
+  const CudaDriver* drv_ = nullptr;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  DeviceInfo info_;
+  PreparedProblem problem_;
+  std::map<std::string, std::unique_ptr<LoadedKernel>> modules_;
+  std::vector<CUevent> events_;
+  bool broken_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Measurer> make_gpu_measurer() { return std::make_unique<GpuMeasurer>(); }
+
+}  // namespace fusekit

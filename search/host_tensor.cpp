@@ -1,0 +1,167 @@
+#include <Halide.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/errors.h"
+#include "search/workload.h"
+
+namespace fusekit {
+
+int64_t HostTensor::elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+HostTensor HostTensor::make(DType dtype, std::vector<int64_t> dims) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.dims = std::move(dims);
+  t.bytes.assign(static_cast<size_t>(t.elements()) * dtype_bytes(dtype), 0);
+  return t;
+}
+
+float HostTensor::get(int64_t i) const {
+  switch (dtype) {
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, bytes.data() + i * 4, 4);
+      return f;
+    }
+    case DType::kF16: {
+      uint16_t b;
+      std::memcpy(&b, bytes.data() + i * 2, 2);
+      return static_cast<float>(Halide::float16_t::make_from_bits(b));
+    }
+    case DType::kBF16: {
+      uint16_t b;
+      std::memcpy(&b, bytes.data() + i * 2, 2);
+      return static_cast<float>(Halide::bfloat16_t::make_from_bits(b));
+    }
+  }
+  return 0.0f;
+}
+
+void HostTensor::set(int64_t i, float value) {
+  switch (dtype) {
+    case DType::kF32: std::memcpy(bytes.data() + i * 4, &value, 4); break;
+    case DType::kF16: {
+      uint16_t b = Halide::float16_t(value).to_bits();
+      std::memcpy(bytes.data() + i * 2, &b, 2);
+      break;
+    }
+    case DType::kBF16: {
+      uint16_t b = Halide::bfloat16_t(value).to_bits();
+      std::memcpy(bytes.data() + i * 2, &b, 2);
+      break;
+    }
+  }
+}
+
+int64_t Problem::elements() const {
+  int64_t n = 1;
+  for (int64_t d : domain) n *= d;
+  return n;
+}
+
+double Problem::bytes_moved(size_t bytes_per_element) const {
+  double elems = 0;
+  for (const auto* list : {&input_dims, &output_dims})
+    for (const auto& dims : *list) {
+      double n = 1;
+      for (int64_t d : dims) n *= static_cast<double>(d);
+      elems += n;
+    }
+  return elems * static_cast<double>(bytes_per_element);
+}
+
+Tolerance tolerance_for(DType dtype) {
+  // Math is f32 everywhere; what differs between implementations is a few
+  // f32 ulps before the final rounding to storage, which can move the stored
+  // value by one storage ulp. rtol is two storage ulps.
+  switch (dtype) {
+    case DType::kF32: return {1e-5, 1e-5};
+    case DType::kF16: return {1e-4, 2.0 * 0.0009765625};
+    case DType::kBF16: return {1e-4, 2.0 * 0.0078125};
+  }
+  return {0, 0};
+}
+
+namespace {
+
+// Widens element i of raw storage; templated so the hot loop has no switch.
+template <DType D>
+float load(const uint8_t* p, int64_t i) {
+  if constexpr (D == DType::kF32) {
+    float f;
+    std::memcpy(&f, p + i * 4, 4);
+    return f;
+  } else {
+    uint16_t b;
+    std::memcpy(&b, p + i * 2, 2);
+    if constexpr (D == DType::kBF16) {
+      uint32_t u = static_cast<uint32_t>(b) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    } else {
+      return static_cast<float>(Halide::float16_t::make_from_bits(b));
+    }
+  }
+}
+
+double element_ratio(double g, double r, Tolerance tol) {
+  if (std::isnan(r) || std::isnan(g)) return (std::isnan(r) && std::isnan(g)) ? 0.0 : INFINITY;
+  if (std::isinf(r) || std::isinf(g)) return g == r ? 0.0 : INFINITY;
+  return std::fabs(g - r) / (tol.atol + tol.rtol * std::fabs(r));
+}
+
+template <DType D>
+void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tolerance tol, Comparison* c) {
+  const int64_t n = got.elements();
+  const uint8_t* gp = got.bytes.data();
+  const uint8_t* rp = ref.bytes.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = load<D>(gp, i), r = load<D>(rp, i);
+    const double ratio = element_ratio(g, r, tol);
+    if (!(ratio > c->max_ratio)) continue;
+    if (ratio > 1.0 && c->max_ratio <= 1.0)
+      c->detail = "output " + std::to_string(t) + " element " + std::to_string(i) + ": got " + std::to_string(g) +
+                  ", reference " + std::to_string(r);
+    c->max_ratio = ratio;
+  }
+}
+
+}  // namespace
+
+Comparison compare_outputs(const std::vector<HostTensor>& got, const std::vector<HostTensor>& ref, Tolerance tol) {
+  Comparison c;
+  FUSEKIT_INTERNAL_ASSERT(got.size() == ref.size(), "output count mismatch");
+  for (size_t t = 0; t < got.size(); ++t) {
+    FUSEKIT_INTERNAL_ASSERT(got[t].elements() == ref[t].elements() && got[t].dtype == ref[t].dtype,
+                            "output shape or dtype mismatch");
+    switch (got[t].dtype) {
+      case DType::kF32: compare_tensor<DType::kF32>(got[t], ref[t], t, tol, &c); break;
+      case DType::kF16: compare_tensor<DType::kF16>(got[t], ref[t], t, tol, &c); break;
+      case DType::kBF16: compare_tensor<DType::kBF16>(got[t], ref[t], t, tol, &c); break;
+    }
+  }
+  return c;
+}
+
+void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi) {
+  // splitmix64: fast enough for 64 M-element tensors, and seeded.
+  uint64_t state = seed;
+  const float scale = (hi - lo) / 16777216.0f;
+  const int64_t n = t->elements();
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    t->set(i, lo + static_cast<float>(z >> 40) * scale);
+  }
+}
+
+}  // namespace fusekit

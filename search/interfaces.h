@@ -1,0 +1,130 @@
+// The tuning loop's narrow interfaces (after TVM's meta-schedule and KTT).
+// Call order, per workload and arch:
+//
+//   strategy.next_batch() ──► builder.build(batch) ──► measurer.measure(...)
+//        ▲                                                   │
+//        └──────────── strategy.notify(results) ◄────────────┤
+//                      stop.update(results)     ◄────────────┘
+//
+// Database writes happen in the Tuner, never inside strategies.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusekit/kernel_artifact.h"
+#include "schedules/arch_limits.h"
+#include "schedules/param_space.h"
+#include "schedules/pointwise_template.h"
+#include "search/workload.h"
+#include "tunedb/record.h"
+
+namespace fusekit {
+
+// One point of the search: a backend and its schedule parameters.
+struct Candidate {
+  Backend backend = Backend::kNvrtc;
+  Config config;
+};
+
+// Artifact or the reason there is none.
+struct BuildResult {
+  bool ok = false;
+  KernelArtifact artifact;
+  std::string error;
+};
+
+// Compiles candidates of one workload for one arch.
+class Builder {
+ public:
+  virtual ~Builder() = default;
+  virtual std::vector<BuildResult> build(const std::vector<Candidate>& batch) = 0;
+};
+
+// What the measurer found for one artifact at one problem.
+struct MeasureResult {
+  RecordStatus status = RecordStatus::kOk;
+  std::vector<double> samples_us;   // per-launch kernel times
+  double verify_error = 0.0;        // Comparison::max_ratio
+  std::string error;
+  // Filled from samples_us by summarize().
+  double median_us = 0.0, p20_us = 0.0, p80_us = 0.0;
+  void summarize();
+};
+
+// Where a measurement ran, for record provenance.
+struct DeviceInfo {
+  std::string gpu_name;       // "NVIDIA H200", or "model:<example part>" for estimates
+  Arch arch;
+  int sm_count = 0;
+  double l2_bytes = 0;
+  std::string driver_version;
+  bool measured = false;      // false: a cost model, not a GPU
+};
+
+struct MeasureOptions {
+  bool time = true;           // false: verify only
+  int min_samples = 30;
+  int max_samples = 300;
+  double target_ms = 25.0;    // aim for this much timed kernel time
+  uint64_t seed = 1;          // input data seed
+};
+
+// One built candidate handed to a measurer.
+struct MeasureInput {
+  const Candidate* candidate;
+  const KernelArtifact* artifact;
+};
+
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  virtual const DeviceInfo& device() const = 0;
+  // Verifies each artifact against the reference (GPU measurers) and times it.
+  virtual std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
+                                             const std::vector<MeasureInput>& batch,
+                                             const MeasureOptions& options) = 0;
+};
+
+// Proposes candidates; learns from results.
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  // Up to `max` candidates not proposed before; empty when exhausted.
+  virtual std::vector<Candidate> next_batch(size_t max) = 0;
+  virtual void notify(const std::vector<Candidate>& batch, const std::vector<MeasureResult>& results) = 0;
+};
+
+// Ends a search (after KTT's StopCondition).
+class StopCondition {
+ public:
+  virtual ~StopCondition() = default;
+  virtual bool is_fulfilled() const = 0;
+  virtual void update(const std::vector<MeasureResult>& results) = 0;
+};
+
+// Batched time prediction for an arch without its GPU.
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // Predicted kernel time in microseconds per candidate.
+  virtual std::vector<double> predict(const Problem& problem, size_t bytes_per_element,
+                                      const std::vector<Candidate>& batch) const = 0;
+  virtual void update(const std::vector<Candidate>& batch, const std::vector<double>& measured_us) = 0;
+};
+
+// Factories (implementations live in .cpp files).
+std::unique_ptr<SearchStrategy> make_exhaustive_strategy(std::vector<Candidate> space);
+std::unique_ptr<SearchStrategy> make_random_strategy(std::vector<Candidate> space, size_t budget, uint64_t seed);
+std::unique_ptr<StopCondition> make_count_stop(size_t max_candidates);
+std::unique_ptr<CostModel> make_analytic_cost_model(const ArchLimits& arch);
+// A measurer that never runs anything: verification is skipped and the time
+// is the cost model's estimate (records get status kModeled).
+std::unique_ptr<Measurer> make_model_measurer(const ArchLimits& arch);
+// The GPU measurer (device 0, driver API). Throws UserError when no usable
+// GPU is present, with the driver's reason.
+std::unique_ptr<Measurer> make_gpu_measurer();
+
+}  // namespace fusekit

@@ -1,0 +1,137 @@
+#include "search/tuner.h"
+
+#include <sstream>
+
+#include "fusekit/shape_bucket.h"
+
+namespace fusekit {
+TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const ArchLimits& arch,
+                 const TunerOptions& options) {
+  TuneSummary summary;
+  const Workload& wl = *task.workload;
+  const DeviceInfo& dev = measurer.device();
+  const size_t elem_bytes = dtype_bytes(wl.dtype());
+
+  auto base_record = [&](const Candidate& c, const std::string& shape, const std::string& bucket) {
+    TuningRecord r;
+    r.id = new_record_id();
+    r.pipeline_hash = task.pipeline_hash;
+    r.pipeline_text = task.pipeline_text;
+    r.pattern = task.pattern;
+    r.dtype = dtype_name(wl.dtype());
+    r.shape = shape;
+    r.shape_bucket = bucket;
+    r.arch = arch.arch.name();
+    r.gpu_name = dev.gpu_name;
+    r.sm_count = dev.sm_count;
+    r.driver_version = dev.driver_version;
+    r.cuda_version = options.provenance.cuda_version;
+    r.halide_version = options.provenance.halide_version;
+    r.fusekit_version = options.provenance.fusekit_version;
+    r.host = options.provenance.host;
+    r.backend = backend_name(c.backend);
+    r.params = c.config.to_string();
+    r.timestamp = utc_timestamp();
+    return r;
+  };
+
+  std::vector<Problem> problems;
+  for (const auto& d : task.domains) problems.push_back(wl.problem(d));
+  const Problem verify_problem = wl.problem(task.verify_domain);
+
+  for (Backend backend : options.backends) {
+    ParamSpace space = PointwiseTemplate::space(arch, backend, static_cast<int>(elem_bytes));
+    std::vector<Candidate> all;
+    for (auto& c : space.enumerate()) all.push_back({backend, c});
+    const size_t budget = std::min(options.budget, all.size());
+    auto strategy = all.size() <= options.budget
+                        ? make_exhaustive_strategy(all)
+                        : make_random_strategy(all, options.budget, options.seed ^ static_cast<uint64_t>(backend));
+    auto stop = make_count_stop(budget);
+    size_t done = 0;
+    while (!stop->is_fulfilled()) {
+      std::vector<Candidate> batch = strategy->next_batch(options.batch);
+      if (batch.empty()) break;
+      std::vector<BuildResult> built = task.builder->build(batch);
+      std::vector<TuningRecord> records;
+      std::vector<MeasureResult> batch_results(batch.size());
+      // Candidates still in the running, as measurer inputs.
+      std::vector<size_t> alive;
+      auto fail_record = [&](size_t i, const std::string& shape, const std::string& bucket, const MeasureResult& m) {
+        TuningRecord r = base_record(batch[i], shape, bucket);
+        r.status = m.status;
+        r.error = m.error;
+        r.verify_error = m.verify_error;
+        records.push_back(r);
+        batch_results[i] = m;
+        ++summary.failed;
+      };
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (built[i].ok) {
+          alive.push_back(i);
+          continue;
+        }
+        MeasureResult m;
+        m.status = RecordStatus::kCompileError;
+        m.error = built[i].error;
+        fail_record(i, "any", "any", m);
+      }
+      auto inputs_of = [&](const std::vector<size_t>& idx) {
+        std::vector<MeasureInput> in;
+        for (size_t i : idx) in.push_back({&batch[i], &built[i].artifact});
+        return in;
+      };
+      // Every candidate must also be right on an odd shape (GPU only).
+      if (dev.measured && !alive.empty()) {
+        MeasureOptions vo = options.measure;
+        vo.time = false;
+        std::vector<MeasureResult> v = measurer.measure(wl, verify_problem, inputs_of(alive), vo);
+        std::vector<size_t> passed;
+        for (size_t k = 0; k < alive.size(); ++k) {
+          if (v[k].status == RecordStatus::kOk) passed.push_back(alive[k]);
+          else fail_record(alive[k], verify_problem.shape_text, shape_bucket_name(verify_problem.elements()), v[k]);
+        }
+        alive = passed;
+      }
+      // Problem-major, so each problem's data and reference are prepared once.
+      for (const Problem& p : problems) {
+        std::vector<size_t> run;
+        for (size_t i : alive) {
+          if (PointwiseTemplate::size_violation(batch[i].config, backend, p.elements()).empty()) run.push_back(i);
+          else ++summary.pruned;
+        }
+        if (run.empty()) continue;
+        std::vector<MeasureResult> ms = measurer.measure(wl, p, inputs_of(run), options.measure);
+        for (size_t k = 0; k < run.size(); ++k) {
+          const MeasureResult& m = ms[k];
+          TuningRecord r = base_record(batch[run[k]], p.shape_text, shape_bucket_name(p.elements()));
+          r.status = m.status;
+          r.error = m.error;
+          r.verify_error = m.verify_error;
+          r.median_us = m.median_us;
+          r.p20_us = m.p20_us;
+          r.p80_us = m.p80_us;
+          r.samples = static_cast<int>(m.samples_us.size());
+          if (m.median_us > 0) r.bandwidth_gbps = p.bytes_moved(elem_bytes) / (m.median_us * 1e-6) / 1e9;
+          if (m.status == RecordStatus::kOk || m.status == RecordStatus::kModeled) ++summary.ok;
+          else ++summary.failed;
+          records.push_back(r);
+          batch_results[run[k]] = m;
+        }
+      }
+      summary.records += db.commit(records);
+      strategy->notify(batch, batch_results);
+      stop->update(batch_results);
+      done += batch.size();
+      if (options.progress) {
+        std::ostringstream line;
+        line << task.pattern << " " << dtype_name(wl.dtype()) << " " << backend_name(backend) << ": " << done << "/"
+             << budget << " candidates";
+        options.progress(line.str());
+      }
+    }
+  }
+  return summary;
+}
+
+}  // namespace fusekit

@@ -1,0 +1,54 @@
+// The Tuner: runs the search for one workload on one arch and commits every
+// outcome (measured, modeled or failed) to the database.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "search/interfaces.h"
+#include "tunedb/tune_db.h"
+
+namespace fusekit {
+
+// One workload (candidate at one dtype) to tune.
+struct TuneTask {
+  const Workload* workload = nullptr;
+  Builder* builder = nullptr;
+  std::string pattern;
+  std::string pipeline_hash;
+  std::string pipeline_text;
+  std::vector<std::vector<int64_t>> domains;   // shapes timed, innermost first
+  std::vector<int64_t> verify_domain;          // odd shape every candidate must also pass
+};
+
+// Versions and host name stamped on every record.
+struct Provenance {
+  std::string fusekit_version;
+  std::string halide_version;
+  std::string cuda_version;
+  std::string host;
+};
+
+struct TunerOptions {
+  std::vector<Backend> backends = {Backend::kNvrtc, Backend::kHalide};
+  size_t budget = 24;            // candidates per backend (exhaustive when the space is smaller)
+  size_t batch = 32;             // candidates built and measured together
+  uint64_t seed = 1;
+  MeasureOptions measure;
+  Provenance provenance;
+  // Called with one line per finished step (for progress output).
+  std::function<void(const std::string&)> progress;
+};
+
+struct TuneSummary {
+  size_t records = 0;            // committed
+  size_t ok = 0;                 // measured or modeled and verified
+  size_t failed = 0;             // compile / launch / verify errors
+  size_t pruned = 0;             // illegal for a size, never run
+};
+
+TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const ArchLimits& arch,
+                 const TunerOptions& options);
+
+}  // namespace fusekit

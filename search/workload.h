@@ -1,0 +1,71 @@
+// What the search loop knows of a fusion candidate at one dtype: how big its
+// tensors are for a shape, its scalar parameters, and the CPU reference that
+// every GPU result is checked against. generator/ implements it (with the
+// Halide pipeline JIT-compiled for the host); search/ never sees Halide Funcs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusekit/dtype.h"
+
+namespace fusekit {
+
+// A dense host tensor in its storage dtype; dims innermost first.
+struct HostTensor {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> bytes;
+
+  int64_t elements() const;
+  float get(int64_t i) const;            // element i widened to f32
+  void set(int64_t i, float value);      // rounded to nearest even
+  static HostTensor make(DType dtype, std::vector<int64_t> dims);
+};
+
+// One problem instance of a workload.
+struct Problem {
+  std::vector<int64_t> domain;                     // innermost first
+  std::string shape_text;                          // outermost first: "4096x1024"
+  std::vector<std::vector<int64_t>> input_dims;
+  std::vector<std::vector<int64_t>> output_dims;
+
+  int64_t elements() const;
+  // Bytes read plus written, each tensor once, at `bytes_per_element`.
+  double bytes_moved(size_t bytes_per_element) const;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string name() const = 0;
+  virtual DType dtype() const = 0;
+  // Tensor dims for an iteration domain (innermost first). Throws UserError
+  // when the domain's rank does not fit the candidate.
+  virtual Problem problem(const std::vector<int64_t>& domain) const = 0;
+  virtual std::vector<float> param_values() const = 0;
+  // Fills `outputs` (allocated by the callee) from `inputs` on the CPU.
+  virtual void reference(const Problem& problem, const std::vector<HostTensor>& inputs,
+                         std::vector<HostTensor>* outputs) const = 0;
+};
+
+// Per-dtype verification tolerance: |got - ref| <= atol + rtol * |ref|.
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+Tolerance tolerance_for(DType dtype);
+
+// Result of comparing outputs with the reference.
+struct Comparison {
+  double max_ratio = 0.0;   // max |got-ref| / (atol + rtol |ref|); NaN mismatch = inf
+  std::string detail;       // first failing element, when max_ratio > 1
+  bool passed() const { return max_ratio <= 1.0; }
+};
+Comparison compare_outputs(const std::vector<HostTensor>& got, const std::vector<HostTensor>& ref, Tolerance tol);
+
+// Fills a tensor with uniform values in [lo, hi) from a seeded generator.
+void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi);
+
+}  // namespace fusekit

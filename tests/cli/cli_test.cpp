@@ -1,0 +1,136 @@
+// Drives the real `fusekit` binary: error paths leave the database alone and
+// name the bad value; the happy path tunes, shows, exports and imports.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun fusekit(const std::string& args) {
+  std::string cmd = std::string(FUSEKIT_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("fusekit_cli_" + std::to_string(getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& n) const { return (dir_ / n).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(Cli, ListsTheCatalog) {
+  CliRun r = fusekit("list");
+  EXPECT_EQ(r.code, 0);
+  for (const char* name : {"relu_add", "sigmoid_mul_tanh_add", "bias_gelu", "bias_gelu_tanh", "bn_relu",
+                           "residual_add_relu", "silu_mul"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+TEST_F(Cli, BadInputNamesTheValueAndLeavesTheDatabaseAlone) {
+  const std::string db = path("t.db");
+  ASSERT_EQ(fusekit("tune --arch sm_80 --pattern relu_add --sizes 4096 --budget 1 --backend nvrtc --db " + db).code, 0);
+  const std::string before = slurp(db);
+  ASSERT_FALSE(before.empty());
+  const std::pair<std::string, std::string> cases[] = {
+      {"tune --arch sm_85", "unknown arch 'sm_85'; known: sm_70 sm_75 sm_80 sm_86 sm_89 sm_90"},
+      {"tune", "tune needs --arch"},
+      {"tune --arch sm_90 --pattern relu_mul", "unknown pattern 'relu_mul'; known: relu_add"},
+      {"tune --arch sm_90 --dtype f64", "unknown dtype 'f64'; known: f32 f16 bf16"},
+      {"tune --arch sm_90 --sizes 4096,12x", "malformed size '12x'"},
+      {"tune --arch sm_90 --sizes -5", "malformed size '-5'"},
+      {"tune --arch sm_90 --budget 0", "--budget 0 must be at least 1"},
+      {"tune --arch sm_90 --backend triton", "unknown backend 'triton'; known: nvrtc halide"},
+      {"tune --arch sm_90 --expr 'out = x +'", "expression:1:10: unexpected end of input"},
+      {"tune --arch sm_90 --expr 'out = x' --pattern relu_add", "give --pattern or --expr, not both"},
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"db drop", "unknown db subcommand 'drop'"},
+      {"tune --arch sm_90 --bogus", "unrecognised option '--bogus'"},
+  };
+  for (const auto& [args, message] : cases) {
+    CliRun r = fusekit(args + " --db " + db);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(slurp(db), before) << args;
+  }
+}
+
+TEST_F(Cli, CorruptDatabaseIsRefusedAndKept) {
+  const std::string db = path("junk.db");
+  { std::ofstream(db) << std::string(4096, 'x'); }
+  CliRun r = fusekit("tune --arch sm_80 --pattern relu_add --sizes 4096 --budget 1 --db " + db);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("is not a fusekit database"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(db), std::string(4096, 'x'));
+  r = fusekit("db show --db " + db);
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST_F(Cli, TunesShowsExportsAndImportsIdempotently) {
+  const std::string db = path("a.db"), other = path("b.db"), jsonl = path("a.jsonl");
+  CliRun t = fusekit("tune --arch sm_86 --expr 'out = silu(a) * b[col]' --dtype f32,f16 --sizes 4096,100000 --budget 2 --db " + db);
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("ranking with the analytic model"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("modeled"), std::string::npos);
+  EXPECT_NE(t.out.find("ETA"), std::string::npos);
+  CliRun show = fusekit("db show --db " + db);
+  ASSERT_EQ(show.code, 0) << show.out;
+  EXPECT_NE(show.out.find("sm_86"), std::string::npos);
+  CliRun ex = fusekit("db export --db " + db + " " + jsonl);
+  ASSERT_EQ(ex.code, 0) << ex.out;
+  CliRun im1 = fusekit("db import --db " + other + " " + jsonl);
+  ASSERT_EQ(im1.code, 0) << im1.out;
+  CliRun im2 = fusekit("db import --db " + other + " " + jsonl);
+  ASSERT_EQ(im2.code, 0) << im2.out;
+  EXPECT_NE(im2.out.find("imported 0 new records"), std::string::npos) << im2.out;
+  // The same number of records in both databases.
+  auto count = [](const std::string& s) { return s.substr(s.rfind('\n', s.size() - 2) + 1); };
+  EXPECT_EQ(count(fusekit("db show --db " + db).out), count(fusekit("db show --db " + other).out));
+}
+
+TEST_F(Cli, MissingImportFileIsAnErrorWithoutCreatingTheDatabase) {
+  CliRun r = fusekit("db import --db " + path("new.db") + " " + path("nope.jsonl"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("cannot read"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(path("new.db")));
+}
+
+TEST_F(Cli, SourcePrintsTheKernelOrRejectsAnIllegalSchedule) {
+  CliRun ok = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=128 vec=4 ept=1 grid=0'");
+  EXPECT_EQ(ok.code, 0);
+  EXPECT_NE(ok.out.find("__launch_bounds__(128)"), std::string::npos);
+  CliRun bad = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=2048 vec=4 ept=1 grid=0'");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("not a legal schedule"), std::string::npos) << bad.out;
+}
+
+}  // namespace

@@ -1,0 +1,74 @@
+#include "generator/cuda_c_printer.h"
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "generator/catalog.h"
+#include "generator/expr_parser.h"
+
+namespace fusekit {
+namespace {
+
+const Config kConfig = Config::parse("threads=256 vec=4 ept=2 grid=0");
+
+TEST(CudaCPrinter, PrintsEveryCatalogPatternAtEveryDtype) {
+  for (const auto& c : catalog()) {
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      Pipeline p = instantiate(c, dt);
+      PrintedKernel k = print_pointwise_kernel(c, p, kConfig, "k_" + c.name);
+      SCOPED_TRACE(c.name + " " + dtype_name(dt));
+      EXPECT_NE(k.source.find("extern \"C\" __global__ void __launch_bounds__(256) k_" + c.name + "("),
+                std::string::npos);
+      EXPECT_NE(k.source.find("static __device__ __forceinline__ void fk_point("), std::string::npos);
+      // Inputs, output, n (+ extents when something broadcasts).
+      size_t expect = c.inputs.size() + 1 + 1;
+      bool bcast = false;
+      for (const auto& in : c.inputs) bcast |= !in.full();
+      if (bcast) expect += layout_axes(c.layout).size() - 1;
+      EXPECT_EQ(k.launch.params.size(), expect);
+      EXPECT_EQ(k.launch.block[0], 256);
+      EXPECT_EQ(k.launch.pointer_alignment, 4 * static_cast<int>(dtype_bytes(dt)));
+      if (dt == DType::kBF16) EXPECT_NE(k.source.find("fk_bf2f(in_"), std::string::npos);
+      if (dt == DType::kF16) EXPECT_NE(k.source.find("fk_f2h("), std::string::npos);
+    }
+  }
+}
+
+TEST(CudaCPrinter, MathComesFromTheHalideExprs) {
+  const auto& c = find_pattern("sigmoid_mul_tanh_add");
+  Pipeline p = instantiate(c, DType::kF32);
+  PrintedKernel k = print_pointwise_kernel(c, p, kConfig, "k");
+  EXPECT_NE(k.source.find("tanhf("), std::string::npos);
+  EXPECT_NE(k.source.find("expf("), std::string::npos);
+  EXPECT_EQ(k.source.find("erf"), std::string::npos);
+}
+
+TEST(CudaCPrinter, GridDependsOnTheSchedule) {
+  const auto& c = find_pattern("relu_add");
+  Pipeline p = instantiate(c, DType::kF32);
+  EXPECT_EQ(print_pointwise_kernel(c, p, kConfig, "k").launch.grid[0].to_string(), "(max 1 (div (add n 2047) 2048))");
+  EXPECT_EQ(print_pointwise_kernel(c, p, Config::parse("threads=128 vec=2 ept=1 grid=4"), "k").launch.grid[0].to_string(),
+            "(min (max 1 (div (add n 255) 256)) (mul 4 sm_count))");
+}
+
+TEST(CudaCPrinter, ParametersBecomeFloatArguments) {
+  FusionCandidate c = parse_expression("param alpha = 0.25\nout = where(x > 0, x, alpha * x)");
+  Pipeline p = instantiate(c, DType::kF32);
+  PrintedKernel k = print_pointwise_kernel(c, p, kConfig, "k");
+  EXPECT_NE(k.source.find("const float p_alpha"), std::string::npos);
+  ASSERT_GE(k.launch.params.size(), 3u);
+  EXPECT_EQ(k.launch.params[2].kind, KernelParam::Kind::kScalarParam);
+  EXPECT_EQ(k.launch.params[2].type, KernelParam::Type::kF32);
+}
+
+TEST(CudaCPrinter, PrintsScalarExprs) {
+  Halide::Var x("x");
+  std::string stmts;
+  EXPECT_EQ(print_cuda_expr(Halide::max(Halide::Expr(1.5f), 2.0f) * 3.0f, &stmts), "(fmaxf(1.5f, 2.0f) * 3.0f)");
+  EXPECT_EQ(print_cuda_expr(Halide::Expr(7) / Halide::Expr(x), &stmts), "fk_floor_div(7, v_x)");
+  EXPECT_EQ(print_cuda_expr(Halide::cast<float>(Halide::Expr(x)), &stmts), "((float)(v_x))");
+  EXPECT_TRUE(stmts.empty());
+}
+
+}  // namespace
+}  // namespace fusekit

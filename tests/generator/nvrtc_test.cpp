@@ -1,0 +1,54 @@
+// NVRTC compiles every catalog kernel for the archs we ship, with no GPU.
+#include <gtest/gtest.h>
+
+#include "generator/catalog.h"
+#include "generator/cuda_c_printer.h"
+#include "generator/expr_parser.h"
+#include "generator/nvrtc_compiler.h"
+
+namespace fusekit {
+namespace {
+
+TEST(Nvrtc, CompilesEveryCatalogPatternForSm80Sm86Sm90) {
+  const std::pair<Arch, int> archs[] = {{{8, 0}, 0x50}, {{8, 6}, 0x56}, {{9, 0}, 0x5a}};
+  for (const auto& c : catalog()) {
+    Pipeline p = instantiate(c, DType::kBF16);
+    PrintedKernel k = print_pointwise_kernel(c, p, Config::parse("threads=128 vec=8 ept=2 grid=4"), "k_" + c.name);
+    for (const auto& [arch, flag] : archs) {
+      NvrtcResult r = compile_cuda_to_cubin(k.source, "k_" + c.name, arch);
+      ASSERT_TRUE(r.ok) << c.name << " " << arch.name() << ": " << r.log;
+      EXPECT_EQ(cubin_sm(r.cubin), flag) << c.name << " " << arch.name();
+    }
+  }
+}
+
+TEST(Nvrtc, CompilesEveryDtypeAndVectorWidth) {
+  FusionCandidate c = parse_expression(
+      "param k = 3\nout = where(abs(x) < 1, pow(x, 3) * k, rsqrt(abs(x))) + min(y, 0)\n"
+      "aux = log(sqrt(abs(y) + 1)) + gelu_tanh(x) + silu(x) + max(exp(-x), tanh(y))");
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int vec : {1, 2, 4}) {
+      Pipeline p = instantiate(c, dt);
+      Config cfg = Config::parse("threads=64 ept=1 grid=0 vec=" + std::to_string(vec));
+      PrintedKernel k = print_pointwise_kernel(c, p, cfg, "k");
+      NvrtcResult r = compile_cuda_to_cubin(k.source, "k", Arch{9, 0});
+      EXPECT_TRUE(r.ok) << dtype_name(dt) << " vec " << vec << ": " << r.log;
+    }
+  }
+}
+
+TEST(Nvrtc, CompileErrorCarriesTheLog) {
+  NvrtcResult r = compile_cuda_to_cubin("extern \"C\" __global__ void k() { undefined_thing(); }", "broken", Arch{9, 0});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("nvrtcCompileProgram(broken, --gpu-architecture=sm_90) failed"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("undefined_thing"), std::string::npos) << r.log;
+}
+
+TEST(Nvrtc, CubinSmRejectsNonElf) {
+  EXPECT_EQ(cubin_sm("//\n.version 7.0\n"), 0);
+  EXPECT_EQ(cubin_sm(""), 0);
+  EXPECT_FALSE(nvrtc_version().empty());
+}
+
+}  // namespace
+}  // namespace fusekit

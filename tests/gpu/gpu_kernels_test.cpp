@@ -1,0 +1,113 @@
+// GPU tests (ctest label `gpu`): every backend's kernels against the CPU
+// reference on the device. Skipped, with the reason, where no GPU exists.
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "generator/candidate_workload.h"
+#include "generator/catalog.h"
+#include "generator/expr_parser.h"
+
+namespace fusekit {
+namespace {
+
+class GpuKernels : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    try {
+      measurer_ = make_gpu_measurer().release();
+    } catch (const UserError& e) {
+      skip_reason_ = e.what();
+    }
+  }
+  void SetUp() override {
+    if (!measurer_) GTEST_SKIP() << skip_reason_;
+  }
+  const ArchLimits& arch() const {
+    const ArchLimits* a = find_arch_limits(measurer_->device().arch);
+    return a ? *a : require_arch("sm_90");
+  }
+
+  // Builds each config and verifies it at the odd shape and at 2^20 elements.
+  void verify(const FusionCandidate& c, DType dt, Backend backend, const std::vector<std::string>& configs) {
+    auto wl = make_candidate_workload(c, dt);
+    auto builder = make_kernel_builder(c, dt, arch());
+    std::vector<Candidate> batch;
+    for (const auto& s : configs) batch.push_back({backend, Config::parse(s)});
+    auto built = builder->build(batch);
+    MeasureOptions verify_only;
+    verify_only.time = false;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + backend_name(backend) + " " + configs[i]);
+      ASSERT_TRUE(built[i].ok) << built[i].error;
+      for (const auto& domain : {c.odd_domain(), c.domain_for_elements(1 << 20)}) {
+        Problem p = wl->problem(domain);
+        MeasureResult r = measurer_->measure(*wl, p, {{&batch[i], &built[i].artifact}}, verify_only).front();
+        EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
+        EXPECT_LE(r.verify_error, 1.0);
+      }
+    }
+  }
+
+  static Measurer* measurer_;
+  static std::string skip_reason_;
+};
+Measurer* GpuKernels::measurer_ = nullptr;
+std::string GpuKernels::skip_reason_;
+
+TEST_F(GpuKernels, NvrtcKernelsMatchTheReferenceForEveryPatternAndDtype) {
+  for (const auto& c : catalog())
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const int wide = 16 / static_cast<int>(dtype_bytes(dt));
+      verify(c, dt, Backend::kNvrtc,
+             {"threads=256 vec=1 ept=1 grid=0", "threads=128 vec=" + std::to_string(wide) + " ept=4 grid=0",
+              "threads=512 vec=2 ept=2 grid=2", "threads=64 vec=" + std::to_string(wide) + " ept=8 grid=8"});
+    }
+}
+
+TEST_F(GpuKernels, HalideKernelsMatchTheReference) {
+  for (const auto& c : catalog())
+    for (DType dt : {DType::kF32, DType::kF16})
+      verify(c, dt, Backend::kHalide, {"threads=128 vec=4 ept=2", "threads=256 vec=1 ept=1"});
+}
+
+TEST_F(GpuKernels, ExpressionsWithParamsAndSeveralOutputs) {
+  FusionCandidate c = parse_expression("param alpha = 0.1\nout = where(x > 0, x, alpha * x) + b[col]\nout2 = tanh(x) * b[col]");
+  verify(c, DType::kF32, Backend::kNvrtc, {"threads=128 vec=4 ept=2 grid=0"});
+  verify(c, DType::kF32, Backend::kHalide, {"threads=128 vec=4 ept=1"});
+  verify(c, DType::kBF16, Backend::kNvrtc, {"threads=64 vec=8 ept=1 grid=4"});
+}
+
+TEST_F(GpuKernels, AWrongKernelFailsVerification) {
+  // Swap the two inputs of relu_add: relu(y) + x differs from relu(x) + y.
+  const auto& c = find_pattern("relu_add");
+  auto wl = make_candidate_workload(c, DType::kF32);
+  auto builder = make_kernel_builder(c, DType::kF32, arch());
+  Candidate cand{Backend::kNvrtc, Config::parse("threads=128 vec=4 ept=1 grid=0")};
+  BuildResult b = builder->build({cand}).front();
+  ASSERT_TRUE(b.ok) << b.error;
+  std::swap(b.artifact.params[0].index, b.artifact.params[1].index);
+  MeasureOptions opt;
+  opt.time = false;
+  MeasureResult r = measurer_->measure(*wl, wl->problem({4099}), {{&cand, &b.artifact}}, opt).front();
+  EXPECT_EQ(r.status, RecordStatus::kVerifyError);
+  EXPECT_GT(r.verify_error, 1.0);
+  EXPECT_NE(r.error.find("verification failed"), std::string::npos);
+}
+
+TEST_F(GpuKernels, TimingGivesManyPositiveSamples) {
+  const auto& c = find_pattern("sigmoid_mul_tanh_add");
+  auto wl = make_candidate_workload(c, DType::kF32);
+  auto builder = make_kernel_builder(c, DType::kF32, arch());
+  Candidate cand{Backend::kNvrtc, Config::parse("threads=256 vec=4 ept=2 grid=0")};
+  BuildResult b = builder->build({cand}).front();
+  ASSERT_TRUE(b.ok) << b.error;
+  MeasureResult r = measurer_->measure(*wl, wl->problem({1 << 22}), {{&cand, &b.artifact}}, MeasureOptions{}).front();
+  ASSERT_EQ(r.status, RecordStatus::kOk) << r.error;
+  EXPECT_GE(r.samples_us.size(), 30u);
+  EXPECT_GT(r.median_us, 0.0);
+  EXPECT_LE(r.p20_us, r.median_us);
+  EXPECT_LE(r.median_us, r.p80_us);
+}
+
+}  // namespace
+}  // namespace fusekit

@@ -1,0 +1,62 @@
+#include "fusekit/kernel_launch.h"
+
+#include <gtest/gtest.h>
+
+#include "fusekit/arch.h"
+#include "fusekit/cuda_driver.h"
+#include "fusekit/shape_bucket.h"
+
+namespace fusekit {
+namespace {
+
+TEST(LaunchShape, BindsDomainAndTensorSymbols) {
+  LaunchShape s;
+  s.domain = {1001, 97};
+  s.inputs = {{1001, 97}, {1001}};
+  s.outputs = {{1001, 97}};
+  s.sm_count = 132;
+  int64_t v = -1;
+  ASSERT_TRUE(lookup_shape_symbol(s, "n", &v));
+  EXPECT_EQ(v, 1001 * 97);
+  ASSERT_TRUE(lookup_shape_symbol(s, "d1", &v));
+  EXPECT_EQ(v, 97);
+  ASSERT_TRUE(lookup_shape_symbol(s, "in1.extent.0", &v));
+  EXPECT_EQ(v, 1001);
+  ASSERT_TRUE(lookup_shape_symbol(s, "out0.stride.1", &v));
+  EXPECT_EQ(v, 1001);
+  ASSERT_TRUE(lookup_shape_symbol(s, "in0.min.1", &v));
+  EXPECT_EQ(v, 0);
+  ASSERT_TRUE(lookup_shape_symbol(s, "sm_count", &v));
+  EXPECT_EQ(v, 132);
+  EXPECT_FALSE(lookup_shape_symbol(s, "in1.extent.1", &v));   // in1 is 1-D
+  EXPECT_FALSE(lookup_shape_symbol(s, "in2.extent.0", &v));   // no third input
+  EXPECT_FALSE(lookup_shape_symbol(s, "d2", &v));
+  EXPECT_FALSE(lookup_shape_symbol(s, "out0.size.0", &v));
+}
+
+TEST(ShapeBucket, IsThePowerOfTwoCeiling) {
+  EXPECT_EQ(shape_bucket_name(4096), "n<=2^12");
+  EXPECT_EQ(shape_bucket_name(4097), "n<=2^13");
+  EXPECT_EQ(shape_bucket_name(1), "n<=2^0");
+  EXPECT_EQ(shape_bucket_log2(67108864), 26);
+}
+
+TEST(Arch, ParsesTheUsualSpellings) {
+  EXPECT_EQ(parse_arch("sm_86")->number(), 86);
+  EXPECT_EQ(parse_arch("sm90")->number(), 90);
+  EXPECT_EQ(parse_arch("8.9")->name(), "sm_89");
+  EXPECT_FALSE(parse_arch("sm_").has_value());
+  EXPECT_FALSE(parse_arch("gfx90a").has_value());
+}
+
+TEST(CudaDriver, ReportsAMissingDriverAsAStatus) {
+  const CudaDriver* d = nullptr;
+  Status st = load_cuda_driver(&d);
+  if (st.ok()) GTEST_SKIP() << "a CUDA driver is installed here; the no-driver path is not reachable";
+  EXPECT_EQ(d, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("libcuda"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fusekit

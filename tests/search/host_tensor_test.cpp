@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "search/workload.h"
+
+namespace fusekit {
+namespace {
+
+TEST(HostTensor, StoresEachDtype) {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    HostTensor t = HostTensor::make(dt, {3, 2});
+    EXPECT_EQ(t.bytes.size(), 6 * dtype_bytes(dt));
+    t.set(5, 1.5f);
+    EXPECT_EQ(t.get(5), 1.5f);
+  }
+  HostTensor h = HostTensor::make(DType::kF16, {1});
+  h.set(0, 1.0f + 1.0f / 4096);  // below half an f16 ulp: rounds to 1
+  EXPECT_EQ(h.get(0), 1.0f);
+}
+
+TEST(FillUniform, IsSeededInRangeAndNeverAllZero) {
+  HostTensor a = HostTensor::make(DType::kF32, {1000}), b = a, c = a;
+  fill_uniform(&a, 1, -3, 3);
+  fill_uniform(&b, 1, -3, 3);
+  fill_uniform(&c, 2, -3, 3);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_NE(a.bytes, c.bytes);
+  int zeros = 0;
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_GE(a.get(i), -3.0f);
+    EXPECT_LT(a.get(i), 3.0f);
+    zeros += a.get(i) == 0.0f;
+  }
+  EXPECT_LT(zeros, 5);
+}
+
+TEST(CompareOutputs, UsesDtypeTolerances) {
+  HostTensor ref = HostTensor::make(DType::kF32, {2}), got = ref;
+  ref.set(0, 1.0f);
+  ref.set(1, -2.0f);
+  got.set(0, 1.0f + 5e-6f);
+  got.set(1, -2.0f);
+  EXPECT_TRUE(compare_outputs({got}, {ref}, tolerance_for(DType::kF32)).passed());
+  got.set(0, 1.001f);
+  Comparison c = compare_outputs({got}, {ref}, tolerance_for(DType::kF32));
+  EXPECT_FALSE(c.passed());
+  EXPECT_NE(c.detail.find("element 0"), std::string::npos);
+  // The same error is within two bf16 ulps.
+  EXPECT_TRUE(compare_outputs({got}, {ref}, tolerance_for(DType::kBF16)).passed());
+}
+
+TEST(CompareOutputs, NanOnlyMatchesNan) {
+  HostTensor ref = HostTensor::make(DType::kF32, {1}), got = ref;
+  ref.set(0, 1.0f);
+  got.set(0, NAN);
+  EXPECT_FALSE(compare_outputs({got}, {ref}, tolerance_for(DType::kF32)).passed());
+  ref.set(0, NAN);
+  EXPECT_TRUE(compare_outputs({got}, {ref}, tolerance_for(DType::kF32)).passed());
+  got.set(0, INFINITY);
+  EXPECT_FALSE(compare_outputs({got}, {ref}, tolerance_for(DType::kF32)).passed());
+}
+
+}  // namespace
+}  // namespace fusekit

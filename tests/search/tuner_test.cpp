@@ -1,0 +1,66 @@
+// The tuning loop end to end on the CPU: real NVRTC and Halide builds, the
+// analytic model as the measurer, a real database.
+#include "search/tuner.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fusekit/shape_bucket.h"
+#include "generator/candidate_workload.h"
+#include "generator/catalog.h"
+
+namespace fusekit {
+namespace {
+
+TEST(Tuner, RecordsEveryCandidateAsModeledWithoutAGpu) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("fusekit_tuner_" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  const auto& cand = find_pattern("silu_mul");
+  const ArchLimits& arch = require_arch("sm_86");
+  auto wl = make_candidate_workload(cand, DType::kF16);
+  auto builder = make_kernel_builder(cand, DType::kF16, arch);
+  auto measurer = make_model_measurer(arch);
+  auto db = open_sqlite_db(path);
+  TuneTask task;
+  task.workload = wl.get();
+  task.builder = builder.get();
+  task.pattern = cand.name;
+  task.pipeline_text = canonical_pipeline_text(cand, DType::kF16);
+  task.pipeline_hash = pipeline_hash(task.pipeline_text);
+  task.domains = {{4096}, {1 << 20}};
+  task.verify_domain = cand.odd_domain();
+  TunerOptions opt;
+  opt.budget = 3;
+  opt.batch = 2;
+  TuneSummary s = tune(task, *measurer, *db, arch, opt);
+  // 3 nvrtc candidates x 2 sizes, plus 3 halide candidates x 2 sizes unless pruned.
+  EXPECT_EQ(s.records + s.pruned, 12u);
+  EXPECT_EQ(s.failed, 0u);
+  EXPECT_EQ(db->size(), s.records);
+  for (const auto& r : db->all()) {
+    EXPECT_EQ(r.status, RecordStatus::kModeled);
+    EXPECT_EQ(r.arch, "sm_86");
+    EXPECT_EQ(r.dtype, "f16");
+    EXPECT_GT(r.median_us, 0);
+    EXPECT_EQ(r.gpu_name, "model:RTX A6000");
+  }
+  auto best = db->best({task.pipeline_hash, "f16", shape_bucket_name(1 << 20), "sm_86"});
+  ASSERT_TRUE(best.has_value());
+  for (const auto& r : db->all())
+    if (r.shape_bucket == best->shape_bucket) EXPECT_LE(best->median_us, r.median_us);
+  std::filesystem::remove(path);
+}
+
+TEST(PipelineHash, DependsOnTheAlgorithmAndDtypeOnly) {
+  const auto& a = find_pattern("relu_add");
+  const auto& b = find_pattern("residual_add_relu");
+  EXPECT_EQ(pipeline_hash(canonical_pipeline_text(a, DType::kF32)), pipeline_hash(canonical_pipeline_text(a, DType::kF32)));
+  EXPECT_NE(pipeline_hash(canonical_pipeline_text(a, DType::kF32)), pipeline_hash(canonical_pipeline_text(a, DType::kBF16)));
+  EXPECT_NE(pipeline_hash(canonical_pipeline_text(a, DType::kF32)), pipeline_hash(canonical_pipeline_text(b, DType::kF32)));
+  EXPECT_NE(canonical_pipeline_text(a, DType::kF32).find("max("), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fusekit

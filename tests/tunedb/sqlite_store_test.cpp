@@ -1,0 +1,156 @@
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/errors.h"
+#include "tunedb/tune_db.h"
+
+namespace fusekit {
+namespace {
+
+class TuneDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("fusekit_db_test_" + std::to_string(getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static TuningRecord record(const std::string& backend, double median, RecordStatus status = RecordStatus::kOk) {
+    TuningRecord r;
+    r.id = new_record_id();
+    r.pipeline_hash = "abc123";
+    r.pipeline_text = "layout flat; out = x";
+    r.pattern = "relu_add";
+    r.dtype = "f32";
+    r.shape = "4096";
+    r.shape_bucket = "n<=2^12";
+    r.arch = "sm_90";
+    r.gpu_name = "NVIDIA H200";
+    r.sm_count = 132;
+    r.backend = backend;
+    r.params = "ept=1 threads=256 vec=4";
+    r.status = status;
+    r.median_us = median;
+    r.p20_us = median * 0.9;
+    r.p80_us = median * 1.1;
+    r.samples = 100;
+    r.timestamp = utc_timestamp();
+    return r;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TuneDbTest, BestPrefersMeasuredThenFastest) {
+  auto db = open_sqlite_db(path("a.db"));
+  db->commit({record("nvrtc", 5.0), record("halide", 4.0), record("nvrtc", 1.0, RecordStatus::kModeled),
+              record("nvrtc", 0.5, RecordStatus::kVerifyError)});
+  auto best = db->best({"abc123", "f32", "n<=2^12", "sm_90"});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->backend, "halide");
+  EXPECT_DOUBLE_EQ(best->median_us, 4.0);
+  EXPECT_FALSE(db->best({"abc123", "f32", "n<=2^12", "sm_86"}).has_value());
+}
+
+TEST_F(TuneDbTest, RecordsSurviveReopeningWithEveryField) {
+  TuningRecord r = record("nvrtc", 2.5);
+  r.error = "it's \"quoted\"\nand multi-line";
+  r.verify_error = 0.25;
+  r.bandwidth_gbps = 4100.5;
+  { open_sqlite_db(path("b.db"))->commit({r}); }
+  auto all = open_sqlite_db(path("b.db"))->all();
+  ASSERT_EQ(all.size(), 1u);
+  nlohmann::json a = all[0], b = r;
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(TuneDbTest, MergeAndImportAreIdempotent) {
+  auto a = open_sqlite_db(path("a.db"));
+  auto b = open_sqlite_db(path("b.db"));
+  a->commit({record("nvrtc", 1), record("nvrtc", 2)});
+  b->commit({record("halide", 3)});
+  EXPECT_EQ(b->merge(*a), 2u);
+  EXPECT_EQ(b->merge(*a), 0u);
+  EXPECT_EQ(b->size(), 3u);
+
+  EXPECT_EQ(export_jsonl(*b, path("out.jsonl")), 3u);
+  auto c = open_sqlite_db(path("c.db"));
+  EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 3u);
+  EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 0u);
+  EXPECT_EQ(c->size(), 3u);
+}
+
+TEST_F(TuneDbTest, BadImportLineNamesTheLineAndWritesNothing) {
+  auto db = open_sqlite_db(path("a.db"));
+  db->commit({record("nvrtc", 1)});
+  {
+    std::ofstream f(path("bad.jsonl"));
+    f << nlohmann::json(record("nvrtc", 2)).dump() << "\n";
+    f << "{\"id\": \"nothex\"}\n";
+  }
+  try {
+    import_jsonl(*db, path("bad.jsonl"));
+    FAIL() << "bad file imported";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(db->size(), 1u);
+}
+
+TEST_F(TuneDbTest, CorruptFileIsAUserErrorAndIsLeftAlone) {
+  {
+    std::ofstream f(path("junk.db"));
+    f << "this is not a database, just some text that is long enough to have a header..........................."
+         "................................................................................................";
+  }
+  const auto before = std::filesystem::file_size(path("junk.db"));
+  EXPECT_THROW(open_sqlite_db(path("junk.db")), UserError);
+  EXPECT_EQ(std::filesystem::file_size(path("junk.db")), before);
+}
+
+TEST_F(TuneDbTest, ForeignSqliteFileIsRejectedUntouched) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path("other.db").c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (7);", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  try {
+    open_sqlite_db(path("other.db"));
+    FAIL() << "foreign database accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a fusekit database"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(sqlite3_open(path("other.db").c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT COUNT(*) FROM sqlite_master WHERE name='records'", -1, &s, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 0);  // no fusekit table was added
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+}
+
+TEST(TuningRecord, FromJsonNamesMissingFields) {
+  nlohmann::json j = nlohmann::json::object();
+  j["id"] = "0123456789abcdef0123456789abcdef";
+  try {
+    j.get<TuningRecord>();
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("lacks field"), std::string::npos);
+  }
+  EXPECT_NE(new_record_id(), new_record_id());
+  EXPECT_EQ(new_record_id().size(), 32u);
+}
+
+}  // namespace
+}  // namespace fusekit

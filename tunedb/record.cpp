@@ -1,0 +1,91 @@
+#include "tunedb/record.h"
+
+#include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/errors.h"
+
+namespace fusekit {
+
+namespace {
+constexpr struct {
+  RecordStatus status;
+  const char* name;
+} kStatusNames[] = {
+    {RecordStatus::kOk, "ok"},
+    {RecordStatus::kModeled, "modeled"},
+    {RecordStatus::kCompileError, "compile_error"},
+    {RecordStatus::kLaunchError, "launch_error"},
+    {RecordStatus::kVerifyError, "verify_error"},
+    {RecordStatus::kTimeout, "timeout"},
+};
+}  // namespace
+
+const char* record_status_name(RecordStatus status) {
+  for (const auto& s : kStatusNames)
+    if (s.status == status) return s.name;
+  return "?";
+}
+
+RecordStatus parse_record_status(const std::string& text) {
+  for (const auto& s : kStatusNames)
+    if (text == s.name) return s.status;
+  throw UserError("unknown record status '" + text + "'");
+}
+
+std::string new_record_id() {
+  static thread_local std::mt19937_64 rng([] {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(),
+                      static_cast<unsigned>(std::chrono::high_resolution_clock::now().time_since_epoch().count())};
+    return std::mt19937_64(seq);
+  }());
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+std::string utc_timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+#define FUSEKIT_RECORD_FIELDS(X)                                                         \
+  X(id) X(pipeline_hash) X(pipeline_text) X(pattern) X(dtype) X(shape) X(shape_bucket)   \
+  X(arch) X(gpu_name) X(sm_count) X(driver_version) X(cuda_version) X(halide_version)    \
+  X(fusekit_version) X(host) X(backend) X(params) X(error) X(verify_error) X(median_us) \
+  X(p20_us) X(p80_us) X(bandwidth_gbps) X(samples) X(timestamp)
+
+void to_json(nlohmann::json& j, const TuningRecord& r) {
+  j = nlohmann::json::object();
+#define FUSEKIT_PUT(f) j[#f] = r.f;
+  FUSEKIT_RECORD_FIELDS(FUSEKIT_PUT)
+#undef FUSEKIT_PUT
+  j["status"] = record_status_name(r.status);
+}
+
+void from_json(const nlohmann::json& j, TuningRecord& r) {
+  if (!j.is_object()) throw UserError("record is not a JSON object");
+#define FUSEKIT_GET(f)                                                                 \
+  if (!j.contains(#f)) throw UserError("record lacks field '" #f "'");                 \
+  try {                                                                                \
+    j.at(#f).get_to(r.f);                                                              \
+  } catch (const nlohmann::json::exception&) {                                         \
+    throw UserError("record field '" #f "' has the wrong type: " + j.at(#f).dump());    \
+  }
+  FUSEKIT_RECORD_FIELDS(FUSEKIT_GET)
+#undef FUSEKIT_GET
+  if (!j.contains("status") || !j["status"].is_string()) throw UserError("record lacks field 'status'");
+  r.status = parse_record_status(j["status"].get<std::string>());
+  if (r.id.size() != 32 || r.id.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw UserError("record id '" + r.id + "' is not 32 lowercase hex digits");
+}
+
+}  // namespace fusekit

@@ -1,0 +1,78 @@
+// TuningRecord: one measured (or modeled, or failed) candidate. Records are
+// append-only and carry a globally unique id, so merging databases from
+// different machines is an idempotent union.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace fusekit {
+
+// Outcome of one candidate. Failures are data, not aborts.
+enum class RecordStatus {
+  kOk,             // verified and timed on a GPU
+  kModeled,        // compiled; time is the analytic estimate, never measured
+  kCompileError,   // backend could not build it
+  kLaunchError,    // driver refused to load or launch it
+  kVerifyError,    // ran, but disagrees with the CPU reference
+  kTimeout,        // did not finish in time
+};
+const char* record_status_name(RecordStatus status);
+// Throws UserError for an unknown name.
+RecordStatus parse_record_status(const std::string& text);
+
+// The part of a record that decides which records compete (best(key)).
+struct TuneKey {
+  std::string pipeline_hash;   // canonical hash of the pipeline text
+  std::string dtype;           // "f32"
+  std::string shape_bucket;    // "n<=2^20"
+  std::string arch;            // "sm_90"
+};
+
+struct TuningRecord {
+  std::string id;              // 32 hex digits, random, globally unique
+  // What was tuned.
+  std::string pipeline_hash;
+  std::string pipeline_text;   // canonical text of the Halide pipeline
+  std::string pattern;         // catalog name or "expr"
+  std::string dtype;
+  std::string shape;           // "67108864" or "4096x1024" (outermost first)
+  std::string shape_bucket;
+  // Where.
+  std::string arch;
+  std::string gpu_name;
+  int sm_count = 0;
+  std::string driver_version;
+  std::string cuda_version;    // toolkit (NVRTC) version
+  std::string halide_version;
+  std::string fusekit_version;
+  std::string host;
+  // How.
+  std::string backend;         // "nvrtc" | "halide"
+  std::string params;          // canonical Config text
+  // Result.
+  RecordStatus status = RecordStatus::kOk;
+  std::string error;           // compile log, driver error, verify detail
+  double verify_error = 0.0;   // max |got-ref| / (atol + rtol |ref|); <= 1 passes
+  double median_us = 0.0;
+  double p20_us = 0.0;
+  double p80_us = 0.0;
+  double bandwidth_gbps = 0.0; // bytes moved / median
+  int samples = 0;
+  std::string timestamp;       // ISO 8601 UTC
+
+  TuneKey key() const { return {pipeline_hash, dtype, shape_bucket, arch}; }
+};
+
+// A fresh random 128-bit id in hex.
+std::string new_record_id();
+// Current UTC time, ISO 8601.
+std::string utc_timestamp();
+
+void to_json(nlohmann::json& j, const TuningRecord& r);
+// Throws UserError naming the field when a required field is missing or mistyped.
+void from_json(const nlohmann::json& j, TuningRecord& r);
+
+}  // namespace fusekit

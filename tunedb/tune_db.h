@@ -1,0 +1,55 @@
+// TuneDb: the tuning database. commit() appends, best() answers the winner
+// of a key, merge() unions records by id (idempotent). The SQLite store is
+// the embedded default; JSON lines move records between machines.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tunedb/record.h"
+
+namespace fusekit {
+
+// Which records all() returns; empty fields match everything.
+struct RecordFilter {
+  std::string pattern;
+  std::string dtype;
+  std::string arch;
+  std::string backend;
+  bool ok_only = false;
+};
+
+class TuneDb {
+ public:
+  virtual ~TuneDb() = default;
+  // Appends records in one transaction; a record whose id exists is skipped.
+  // Returns how many were added.
+  virtual size_t commit(const std::vector<TuningRecord>& records) = 0;
+  // The fastest verified record of a key; measured ("ok") beats modeled.
+  virtual std::optional<TuningRecord> best(const TuneKey& key) const = 0;
+  // Records matching a filter, oldest first.
+  virtual std::vector<TuningRecord> all(const RecordFilter& filter = {}) const = 0;
+  virtual size_t size() const = 0;
+  // Union with another database's records (same as commit: ids dedupe).
+  size_t merge(const TuneDb& other) { return commit(other.all()); }
+};
+
+// Opens (creating if absent) a SQLite database file. Throws UserError when
+// the file is not a fusekit database or cannot be opened, naming the path.
+std::unique_ptr<TuneDb> open_sqlite_db(const std::string& path);
+
+// The default database path: $FUSEKIT_DB if set, else
+// $XDG_DATA_HOME/fusekit/tune.db, else ~/.local/share/fusekit/tune.db.
+// (Read once by the CLI and passed down, never deep in the code.)
+std::string default_db_path();
+
+// Writes every record as one JSON object per line; returns the count.
+size_t export_jsonl(const TuneDb& db, const std::string& path);
+// Reads JSON lines into `db`; returns how many were new. The whole file is
+// validated before anything is written; a bad line throws UserError naming
+// the line number, and the database is untouched.
+size_t import_jsonl(TuneDb& db, const std::string& path);
+
+}  // namespace fusekit
