@@ -6,7 +6,7 @@
 //                [--sizes 4096,65536] [--db FILE] [--budget N] [--backend nvrtc,halide] [--model]
 //   fusekit db show|export|import --db FILE [JSONL]
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
-//   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0"]
+//   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0 fast=0"]
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -329,7 +329,7 @@ int run(int argc, char** argv) {
        "backends to search")
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
-      ("params", po::value<std::string>()->default_value("ept=2 grid=0 threads=256 vec=4"), "schedule for `source`")
+      ("params", po::value<std::string>()->default_value("ept=2 fast=0 grid=0 threads=256 vec=4"), "schedule for `source`")
       ("command", po::value<std::vector<std::string>>(), "command");
   po::positional_options_description pos;
   pos.add("command", -1);

@@ -115,7 +115,7 @@ class KernelBuilder final : public Builder {
           std::lock_guard<std::mutex> lock(print_mutex_);
           k = print_pointwise_kernel(cand_, pipe_, c.config, entry);
         }
-        NvrtcResult nv = compile_cuda_to_cubin(k.source, entry, arch_.arch);
+        NvrtcResult nv = compile_cuda_to_cubin(k.source, entry, arch_.arch, c.config.get_or("fast", 0) != 0);
         if (!nv.ok) {
           r.error = nv.log;
           return r;

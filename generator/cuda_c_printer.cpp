@@ -238,25 +238,30 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   launch.entry = entry;
   launch.block[0] = threads;
   launch.pointer_alignment = vec * static_cast<int>(dtype_bytes(pipe.dtype));
-  std::string params;
-  auto add_param = [&](const std::string& decl, KernelParam p) {
-    params += (params.empty() ? "" : ", ") + decl;
+  std::string params, body_params, body_args;
+  // `type` is the body's; shape arguments arrive as long long and are
+  // narrowed to the body's index type I.
+  auto add_param = [&](const std::string& type, const std::string& name, KernelParam p, bool shape) {
+    params += (params.empty() ? "" : ", ") + ((shape ? std::string("const long long") : type) + " " + name);
+    body_params += (body_params.empty() ? "" : ", ") + (type + " " + name);
+    body_args += (body_args.empty() ? "" : ", ") + (shape ? "(I)" + name : name);
     launch.params.push_back(p);
   };
   for (size_t i = 0; i < cand.inputs.size(); ++i)
-    add_param("const " + st + "* __restrict__ g_" + cand.inputs[i].name,
-              {KernelParam::Kind::kInput, KernelParam::Type::kPtr, static_cast<int>(i), {}});
+    add_param("const " + st + "* __restrict__", "g_" + cand.inputs[i].name,
+              {KernelParam::Kind::kInput, KernelParam::Type::kPtr, static_cast<int>(i), {}}, false);
   for (size_t o = 0; o < pipe.stored.size(); ++o)
-    add_param(st + "* __restrict__ g_o" + std::to_string(o),
-              {KernelParam::Kind::kOutput, KernelParam::Type::kPtr, static_cast<int>(o), {}});
+    add_param(st + "* __restrict__", "g_o" + std::to_string(o),
+              {KernelParam::Kind::kOutput, KernelParam::Type::kPtr, static_cast<int>(o), {}}, false);
   for (size_t p = 0; p < cand.params.size(); ++p)
-    add_param("const float " + halide_param_name(cand.params[p].name),
-              {KernelParam::Kind::kScalarParam, KernelParam::Type::kF32, static_cast<int>(p), {}});
-  add_param("const long long n", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")});
+    add_param("const float", halide_param_name(cand.params[p].name),
+              {KernelParam::Kind::kScalarParam, KernelParam::Type::kF32, static_cast<int>(p), {}}, false);
+  add_param("const I", "n", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}, true);
   if (need_coords)
     for (size_t a = 0; a + 1 < k; ++a)
-      add_param("const long long d" + std::to_string(a),
-                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d" + std::to_string(a))});
+      add_param("const I", "d" + std::to_string(a),
+                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d" + std::to_string(a))},
+                true);
 
   const int64_t tile = static_cast<int64_t>(threads) * vec * ept;
   LaunchExpr blocks = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("n"), tile)});
@@ -266,22 +271,13 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   launch.grid[0] = blocks;
 
   // Code fragments for coordinates, broadcast loads and the point call.
+  std::string extents;
+  for (size_t a = 0; a + 1 < k; ++a) extents += ", d" + std::to_string(a);
   auto coords_at = [&](const std::string& idx, const std::string& indent) {
     if (!need_coords) return std::string();
-    std::string args_u, args_l;
-    for (size_t a = 0; a + 1 < k; ++a) {
-      args_u += ", (unsigned)d" + std::to_string(a);
-      args_l += ", d" + std::to_string(a);
-    }
-    std::string s = indent + "long long c[" + std::to_string(k) + "];\n";
-    s += indent + "if (small) { unsigned u[" + std::to_string(k) + "]; fk_coords<unsigned>((unsigned)(" + idx + ")" +
-         args_u + ", u);";
-    for (size_t a = 0; a < k; ++a) s += " c[" + std::to_string(a) + "] = u[" + std::to_string(a) + "];";
-    s += " }\n" + indent + "else fk_coords<long long>(" + idx + args_l + ", c);\n";
-    return s;
+    return indent + "I c[" + std::to_string(k) + "];\n" + indent + "fk_coords<I>(" + idx + extents + ", c);\n";
   };
   auto advance = [&](const std::string& indent) {
-    if (!need_coords) return std::string();
     std::string s = indent + "if (++c[0] == d0) { c[0] = 0;";
     if (k == 3) s += " if (++c[1] == d1) { c[1] = 0; ++c[2]; }";
     else s += " ++c[1];";
@@ -294,51 +290,81 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
       s = "c[" + std::to_string(in.axes[j]) + "] + d" + std::to_string(in.axes[j]) + " * (" + s + ")";
     return s;
   };
-  auto point_call = [&](bool vector) {
-    std::string s = "fk_point(";
+  // mode: 0 scalar tail, 1 vector lane with per-lane broadcast loads,
+  // 2 vector lane whose broadcast values were loaded once per vector.
+  auto point_call = [&](int mode) {
     std::string a;
     for (const auto& in : cand.inputs) {
       std::string v;
-      if (!in.full()) v = "g_" + in.name + "[" + bcast_index(in) + "]";
-      else v = vector ? "r_" + in.name + "[e].v[l]" : "g_" + in.name + "[i]";
+      if (in.full()) v = mode ? "r_" + in.name + "[e].v[l]" : "g_" + in.name + "[i]";
+      else if (mode == 2) v = in.axes.front() == 0 ? "b_" + in.name + ".v[l]" : "b_" + in.name;
+      else v = "g_" + in.name + "[" + bcast_index(in) + "]";
       a += (a.empty() ? "" : ", ") + v;
     }
     for (const auto& p : cand.params) a += (a.empty() ? "" : ", ") + halide_param_name(p.name);
     for (size_t o = 0; o < pipe.stored.size(); ++o)
-      a += (a.empty() ? "" : ", ") + (vector ? "w_o" + std::to_string(o) + ".v[l]" : "g_o" + std::to_string(o) + "[i]");
-    return s + a + ");\n";
+      a += (a.empty() ? "" : ", ") + (mode ? "w_o" + std::to_string(o) + ".v[l]" : "g_o" + std::to_string(o) + "[i]");
+    return "fk_point(" + a + ");\n";
   };
 
-  src << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << entry << "(" << params << ") {\n";
+  // The body is a template over the index type: 32-bit when n allows, which
+  // makes index and coordinate arithmetic several times cheaper.
+  src << "template <typename I>\nstatic __device__ __forceinline__ void fk_body(" << body_params << ") {\n";
   src << "  constexpr int kT = " << threads << ", kV = " << vec << ", kE = " << ept << ";\n";
-  src << "  constexpr long long kTile = (long long)kT * kV * kE;\n";
+  src << "  constexpr I kTile = (I)kT * kV * kE;\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
-  if (need_coords) src << "  const bool small = n <= 0xffffffffLL;\n";
-  src << "  for (long long base = (long long)blockIdx.x * kTile; base < n; base += (long long)gridDim.x * kTile) {\n";
-  src << "    if (base + kTile <= n) {\n";
+  src << "  for (I base = (I)blockIdx.x * kTile; base < n; base += (I)gridDim.x * kTile) {\n";
+  src << "    if (n - base >= kTile) {\n";
   for (const auto& in : cand.inputs)
     if (in.full()) src << "      pack_t r_" << in.name << "[kE];\n";
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
-  src << "        const long long i0 = base + ((long long)e * kT + threadIdx.x) * kV;\n";
+  src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";
   for (const auto& in : cand.inputs)
     if (in.full()) src << "        r_" << in.name << "[e] = *reinterpret_cast<const pack_t*>(g_" << in.name << " + i0);\n";
   src << "      }\n";
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
-  src << "        const long long i0 = base + ((long long)e * kT + threadIdx.x) * kV;\n";
+  src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";
   src << coords_at("i0", "        ");
   for (size_t o = 0; o < pipe.stored.size(); ++o) src << "        pack_t w_o" << o << ";\n";
-  src << "#pragma unroll\n        for (int l = 0; l < kV; ++l) {\n";
-  src << "          " << point_call(true);
-  src << advance("          ");
-  src << "        }\n";
+  if (need_coords) {
+    // Fast path: the vector stays inside one innermost row, so broadcast
+    // values are one load per vector (a vector load when aligned).
+    src << "        if (c[0] + kV <= d0) {\n";
+    for (const auto& in : cand.inputs) {
+      if (in.full()) continue;
+      const std::string idx = bcast_index(in);
+      if (in.axes.front() == 0) {
+        src << "          pack_t b_" << in.name << ";\n";
+        src << "          { const I bi = " << idx << ";\n";
+        src << "            if (bi % kV == 0) b_" << in.name << " = *reinterpret_cast<const pack_t*>(g_" << in.name
+            << " + bi);\n";
+        src << "            else {\n#pragma unroll\n              for (int l = 0; l < kV; ++l) b_" << in.name
+            << ".v[l] = g_" << in.name << "[bi + l]; } }\n";
+      } else {
+        src << "          const " << st << " b_" << in.name << " = g_" << in.name << "[" << idx << "];\n";
+      }
+    }
+    src << "#pragma unroll\n          for (int l = 0; l < kV; ++l) " << point_call(2);
+    src << "        } else {\n";
+    src << "#pragma unroll\n          for (int l = 0; l < kV; ++l) {\n";
+    src << "            " << point_call(1);
+    src << advance("            ");
+    src << "          }\n        }\n";
+  } else {
+    src << "#pragma unroll\n        for (int l = 0; l < kV; ++l) " << point_call(1);
+  }
   for (size_t o = 0; o < pipe.stored.size(); ++o)
     src << "        *reinterpret_cast<pack_t*>(g_o" << o << " + i0) = w_o" << o << ";\n";
   src << "      }\n";
   src << "    } else {\n";
-  src << "      for (long long i = base + threadIdx.x; i < n; i += kT) {\n";
+  src << "      for (I i = base + threadIdx.x; i < n; i += kT) {\n";
   src << coords_at("i", "        ");
-  src << "        " << point_call(false);
-  src << "      }\n    }\n  }\n}\n";
+  src << "        " << point_call(0);
+  src << "      }\n    }\n  }\n}\n\n";
+
+  src << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << entry << "(" << params << ") {\n";
+  src << "  if (n <= 0x7fffffffLL) {\n    typedef unsigned int I;\n    fk_body<I>(" << body_args << ");\n";
+  src << "  } else {\n    typedef long long I;\n    fk_body<I>(" << body_args << ");\n  }\n}\n";
 
   PrintedKernel out;
   out.source = src.str();

@@ -97,11 +97,15 @@ class Context final : public AlgorithmContext {
   Pipeline& p_;
 };
 
-void constrain(Halide::OutputImageParam b, size_t dims) {
-  b.dim(0).set_min(0).set_stride(1);
-  for (size_t k = 1; k < dims; ++k)
-    b.dim(static_cast<int>(k)).set_min(0).set_stride(b.dim(static_cast<int>(k) - 1).stride() *
-                                                   b.dim(static_cast<int>(k) - 1).extent());
+// Min 0 and dense strides. Halide ties every output buffer's min and extent
+// to the first output's, so later outputs take strides only.
+void constrain(Halide::OutputImageParam b, size_t dims, bool set_min) {
+  for (size_t k = 0; k < dims; ++k) {
+    auto d = b.dim(static_cast<int>(k));
+    if (set_min) d.set_min(0);
+    if (k == 0) d.set_stride(1);
+    else d.set_stride(b.dim(static_cast<int>(k) - 1).stride() * b.dim(static_cast<int>(k) - 1).extent());
+  }
 }
 
 }  // namespace
@@ -134,8 +138,9 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype) {
 }
 
 void Pipeline::constrain_buffers() {
-  for (auto& in : inputs) constrain(in, static_cast<size_t>(in.dimensions()));
-  for (auto& out : output.output_buffers()) constrain(out, vars.size());
+  for (auto& in : inputs) constrain(in, static_cast<size_t>(in.dimensions()), true);
+  auto outs = output.output_buffers();
+  for (size_t i = 0; i < outs.size(); ++i) constrain(outs[i], vars.size(), i == 0);
 }
 
 std::vector<Halide::Argument> Pipeline::arguments() const {

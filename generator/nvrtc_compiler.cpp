@@ -7,7 +7,7 @@
 
 namespace fusekit {
 
-NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch) {
+NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch, bool fast_math) {
   NvrtcResult out;
   nvrtcProgram prog = nullptr;
   nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr);
@@ -16,8 +16,9 @@ NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& 
     return out;
   }
   const std::string gpu = "--gpu-architecture=sm_" + std::to_string(arch.number());
-  const char* opts[] = {gpu.c_str(), "-std=c++17", "--extra-device-vectorization"};
-  r = nvrtcCompileProgram(prog, sizeof(opts) / sizeof(opts[0]), opts);
+  std::vector<const char*> opts = {gpu.c_str(), "-std=c++17", "--extra-device-vectorization"};
+  if (fast_math) opts.push_back("--use_fast_math");
+  r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
   if (log_size > 1) {

@@ -16,7 +16,10 @@ struct NvrtcResult {
 
 // `name` is used in diagnostics. Never throws for a compile error: the
 // result carries NVRTC's status name and its log.
-NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch);
+// `fast_math` adds --use_fast_math (approximate division, exp, log; flush
+// denormals): a tuning dimension, kept only where verification passes.
+NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch,
+                                  bool fast_math = false);
 
 // "13.0".
 std::string nvrtc_version();

@@ -17,7 +17,10 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
   s.add("threads", {64, 128, 256, 512, 1024});
   s.add("vec", {1, 2, 4, 8});
   s.add("ept", {1, 2, 4, 8});
-  if (backend == Backend::kNvrtc) s.add("grid", {0, 2, 4, 8});
+  if (backend == Backend::kNvrtc) {
+    s.add("grid", {0, 2, 4, 8});
+    s.add("fast", {0, 1});
+  }
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") <= max_block; });

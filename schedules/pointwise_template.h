@@ -8,6 +8,7 @@
 //   ept      vectors per thread, unrolled            1, 2, 4, 8
 //   grid     0: one-shot grid, one tile per block;   (nvrtc only)
 //            k > 0: grid-stride loop over k blocks per SM
+//   fast     1: compile with --use_fast_math          (nvrtc only)
 #pragma once
 
 #include <Halide.h>

@@ -125,10 +125,10 @@ TEST_F(Cli, MissingImportFileIsAnErrorWithoutCreatingTheDatabase) {
 }
 
 TEST_F(Cli, SourcePrintsTheKernelOrRejectsAnIllegalSchedule) {
-  CliRun ok = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=128 vec=4 ept=1 grid=0'");
+  CliRun ok = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=128 vec=4 ept=1 grid=0 fast=0'");
   EXPECT_EQ(ok.code, 0);
   EXPECT_NE(ok.out.find("__launch_bounds__(128)"), std::string::npos);
-  CliRun bad = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=2048 vec=4 ept=1 grid=0'");
+  CliRun bad = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=2048 vec=4 ept=1 grid=0 fast=0'");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("not a legal schedule"), std::string::npos) << bad.out;
 }

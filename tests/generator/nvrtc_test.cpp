@@ -31,8 +31,10 @@ TEST(Nvrtc, CompilesEveryDtypeAndVectorWidth) {
       Pipeline p = instantiate(c, dt);
       Config cfg = Config::parse("threads=64 ept=1 grid=0 vec=" + std::to_string(vec));
       PrintedKernel k = print_pointwise_kernel(c, p, cfg, "k");
-      NvrtcResult r = compile_cuda_to_cubin(k.source, "k", Arch{9, 0});
-      EXPECT_TRUE(r.ok) << dtype_name(dt) << " vec " << vec << ": " << r.log;
+      for (bool fast : {false, true}) {
+        NvrtcResult r = compile_cuda_to_cubin(k.source, "k", Arch{9, 0}, fast);
+        EXPECT_TRUE(r.ok) << dtype_name(dt) << " vec " << vec << " fast " << fast << ": " << r.log;
+      }
     }
   }
 }

@@ -44,21 +44,21 @@ TEST(PointwiseTemplate, PrunesAccessesWiderThan16Bytes) {
   const ArchLimits& sm90 = require_arch("sm_90");
   ParamSpace f32 = PointwiseTemplate::space(sm90, Backend::kNvrtc, 4);
   ParamSpace bf16 = PointwiseTemplate::space(sm90, Backend::kNvrtc, 2);
-  EXPECT_FALSE(f32.legal(Config::parse("threads=256 vec=8 ept=1 grid=0")));
-  EXPECT_TRUE(bf16.legal(Config::parse("threads=256 vec=8 ept=1 grid=0")));
+  EXPECT_FALSE(f32.legal(Config::parse("threads=256 vec=8 ept=1 grid=0 fast=0")));
+  EXPECT_TRUE(bf16.legal(Config::parse("threads=256 vec=8 ept=1 grid=0 fast=0")));
   for (const auto& c : f32.enumerate()) EXPECT_LE(c.get("vec") * 4, 16);
 }
 
 TEST(PointwiseTemplate, GridStrideRespectsResidentThreadsPerArch) {
   // sm_75 holds 1024 threads per SM, sm_80 2048: 2 blocks of 1024 fit only on sm_80.
-  const Config c = Config::parse("threads=1024 vec=4 ept=1 grid=2");
+  const Config c = Config::parse("threads=1024 vec=4 ept=1 grid=2 fast=0");
   EXPECT_FALSE(PointwiseTemplate::space(require_arch("sm_75"), Backend::kNvrtc, 4).legal(c));
   EXPECT_TRUE(PointwiseTemplate::space(require_arch("sm_80"), Backend::kNvrtc, 4).legal(c));
   // sm_86: 1536 threads per SM, so 8 blocks of 256 (2048 threads) do not fit.
   EXPECT_FALSE(PointwiseTemplate::space(require_arch("sm_86"), Backend::kNvrtc, 4)
-                   .legal(Config::parse("threads=256 vec=4 ept=1 grid=8")));
+                   .legal(Config::parse("threads=256 vec=4 ept=1 grid=8 fast=0")));
   EXPECT_TRUE(PointwiseTemplate::space(require_arch("sm_90"), Backend::kNvrtc, 4)
-                  .legal(Config::parse("threads=256 vec=4 ept=1 grid=8")));
+                  .legal(Config::parse("threads=256 vec=4 ept=1 grid=8 fast=0")));
 }
 
 TEST(PointwiseTemplate, HalideSpaceHasNoGridParameterAndNeedsAFullTile) {
