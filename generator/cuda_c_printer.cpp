@@ -143,6 +143,8 @@ class ExprPrinter {
       if (from == Float(32) && op->type.is_int()) return "__float_as_int(" + args(0) + ")";
       if (from == Float(32) && op->type.is_uint()) return "__float_as_uint(" + args(0) + ")";
     }
+    if (op->call_type == Call::PureExtern && op->name == "erff") return "erff(" + args(0) + ")";
+    if (op->call_type == Call::PureExtern && op->name == "tanh_f32") return "fk_tanh(" + args(0) + ")";
     if (op->call_type == Call::PureExtern && op->name.size() > 4 &&
         op->name.compare(op->name.size() - 4, 4, "_f32") == 0) {
       const std::string base = op->name.substr(0, op->name.size() - 4);
@@ -175,6 +177,15 @@ static __device__ __forceinline__ unsigned short fk_f2bf(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);                                                   // round to nearest even
   return (unsigned short)(u >> 16);
+}
+// FK_FAST (with --use_fast_math): tanh.approx.f32, one MUFU op, relative
+// error about 2^-11; verification decides where that is good enough.
+static __device__ __forceinline__ float fk_tanh(float x) {
+#if defined(FK_FAST) && __CUDA_ARCH__ >= 750
+  float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
+#else
+  return tanhf(x);
+#endif
 }
 template <typename I> static __device__ __forceinline__ I fk_floor_div(I a, I b) {
   I q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;

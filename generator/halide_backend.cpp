@@ -218,6 +218,13 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   for (size_t k = 0; k < outs.size(); ++k) buffers[outs[k].name()] = "out" + std::to_string(k);
 
   while (!finder.ptx.empty() && finder.ptx.back() == '\0') finder.ptx.pop_back();
+  // Halide 14 links libdevice only for the math it maps itself; any other
+  // call (e.g. erff) stays an unresolved extern the driver cannot load.
+  if (size_t ext = finder.ptx.find(".extern .func"); ext != std::string::npos) {
+    const std::string decl = finder.ptx.substr(ext, std::min<size_t>(finder.ptx.find('\n', ext) - ext, 120));
+    throw UserError("halide backend: the PTX calls an external function Halide 14 does not link (" + decl +
+                    "); use the nvrtc backend for this pipeline");
+  }
   KernelArtifact art;
   art.backend = "halide";
   art.image_kind = ImageKind::kPtx;

@@ -7,7 +7,13 @@ using Halide::Expr;
 Expr fk_relu(const Expr& x) { return Halide::max(x, 0.0f); }
 Expr fk_sigmoid(const Expr& x) { return 1.0f / (1.0f + Halide::exp(-x)); }
 Expr fk_silu(const Expr& x) { return x * fk_sigmoid(x); }
-Expr fk_gelu(const Expr& x) { return 0.5f * x * (1.0f + Halide::erf(x * 0.70710678118654752f)); }
+Expr fk_erf(const Expr& x) {
+  // The C library's erff as a pure extern call, rather than Halide::erf's
+  // inline polynomial (which evaluates both branches of a select and a
+  // division): libm on the CPU reference, CUDA's erff in printed kernels.
+  return Halide::Internal::Call::make(Halide::Float(32), "erff", {x}, Halide::Internal::Call::PureExtern);
+}
+Expr fk_gelu(const Expr& x) { return 0.5f * x * (1.0f + fk_erf(x * 0.70710678118654752f)); }
 Expr fk_gelu_tanh(const Expr& x) {
   return 0.5f * x * (1.0f + Halide::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }

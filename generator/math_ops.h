@@ -9,6 +9,8 @@ namespace fusekit {
 Halide::Expr fk_relu(const Halide::Expr& x);
 Halide::Expr fk_sigmoid(const Halide::Expr& x);
 Halide::Expr fk_silu(const Halide::Expr& x);
+// erf through the C library's erff (a pure extern call in the IR).
+Halide::Expr fk_erf(const Halide::Expr& x);
 // Exact GELU, 0.5 x (1 + erf(x / sqrt 2)) (PyTorch's default).
 Halide::Expr fk_gelu(const Halide::Expr& x);
 // Tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).

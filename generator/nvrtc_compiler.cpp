@@ -17,7 +17,10 @@ NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& 
   }
   const std::string gpu = "--gpu-architecture=sm_" + std::to_string(arch.number());
   std::vector<const char*> opts = {gpu.c_str(), "-std=c++17", "--extra-device-vectorization"};
-  if (fast_math) opts.push_back("--use_fast_math");
+  if (fast_math) {
+    opts.push_back("--use_fast_math");
+    opts.push_back("-DFK_FAST=1");
+  }
   r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);

@@ -37,6 +37,28 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
   return s;
 }
 
+std::vector<Config> PointwiseTemplate::seeds(Backend backend, int element_bytes) {
+  std::vector<Config> out;
+  const int64_t wide = 16 / element_bytes;
+  for (int64_t threads : {128, 256, 64})
+    for (int64_t ept : {2, 4, 1}) {
+      Config c;
+      c.set("threads", threads);
+      c.set("vec", backend == Backend::kHalide ? std::min<int64_t>(wide, 4) : wide);
+      c.set("ept", ept);
+      if (backend == Backend::kNvrtc) {
+        c.set("grid", 0);
+        for (int64_t fast : {0, 1}) {
+          c.set("fast", fast);
+          out.push_back(c);
+        }
+      } else {
+        out.push_back(c);
+      }
+    }
+  return out;
+}
+
 int64_t PointwiseTemplate::tile_elements(const Config& config) {
   return config.get("threads") * config.get("vec") * config.get("ept");
 }

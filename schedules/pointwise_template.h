@@ -35,6 +35,9 @@ class PointwiseTemplate {
   // Empty when `config` can run a domain of `elements`; else why not. The
   // Halide schedule shifts its last tile inward, so it needs one full tile.
   static std::string size_violation(const Config& config, Backend backend, int64_t elements);
+  // Known-good starting points (16-byte accesses, 64-256 threads, a few
+  // vectors per thread); the search tries these before random ones.
+  static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Applies the GPU schedule to `output` (whose pure vars are `vars`,
   // innermost first) for the Halide backend.
   static void apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars, const Config& config);

@@ -47,6 +47,24 @@ std::unique_ptr<SearchStrategy> make_random_strategy(std::vector<Candidate> spac
   return std::make_unique<ListStrategy>(std::move(space));
 }
 
+std::unique_ptr<SearchStrategy> make_seeded_random_strategy(std::vector<Candidate> space,
+                                                            const std::vector<Candidate>& seeds, size_t budget,
+                                                            uint64_t seed) {
+  std::vector<Candidate> order, rest;
+  auto same = [](const Candidate& a, const Candidate& b) { return a.backend == b.backend && a.config == b.config; };
+  for (const auto& s : seeds) {
+    const bool in_space = std::any_of(space.begin(), space.end(), [&](const Candidate& c) { return same(c, s); });
+    const bool dup = std::any_of(order.begin(), order.end(), [&](const Candidate& c) { return same(c, s); });
+    if (in_space && !dup && order.size() < budget) order.push_back(s);
+  }
+  for (const auto& c : space)
+    if (std::none_of(order.begin(), order.end(), [&](const Candidate& o) { return same(o, c); })) rest.push_back(c);
+  std::mt19937_64 rng(seed);
+  std::shuffle(rest.begin(), rest.end(), rng);
+  for (size_t i = 0; i < rest.size() && order.size() < budget; ++i) order.push_back(rest[i]);
+  return std::make_unique<ListStrategy>(std::move(order));
+}
+
 std::unique_ptr<StopCondition> make_count_stop(size_t max_candidates) {
   return std::make_unique<CountStop>(max_candidates);
 }

@@ -44,9 +44,12 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     std::vector<Candidate> all;
     for (auto& c : space.enumerate()) all.push_back({backend, c});
     const size_t budget = std::min(options.budget, all.size());
+    std::vector<Candidate> seeds;
+    for (auto& c : PointwiseTemplate::seeds(backend, static_cast<int>(elem_bytes))) seeds.push_back({backend, c});
     auto strategy = all.size() <= options.budget
                         ? make_exhaustive_strategy(all)
-                        : make_random_strategy(all, options.budget, options.seed ^ static_cast<uint64_t>(backend));
+                        : make_seeded_random_strategy(all, seeds, options.budget,
+                                                      options.seed ^ static_cast<uint64_t>(backend));
     auto stop = make_count_stop(budget);
     size_t done = 0;
     while (!stop->is_fulfilled()) {

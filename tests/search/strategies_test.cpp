@@ -69,3 +69,33 @@ TEST(AnalyticCostModel, PrefersWideAccessesAndPenalizesTinyTails) {
 
 }  // namespace
 }  // namespace fusekit
+
+namespace fusekit {
+namespace {
+
+TEST(SeededRandomStrategy, TriesLegalSeedsFirstThenSamplesTheRest) {
+  auto s = make_seeded_random_strategy(space(50),
+                                       {{Backend::kNvrtc, Config::parse("i=7")}, {Backend::kNvrtc, Config::parse("i=99")},
+                                        {Backend::kNvrtc, Config::parse("i=3")}, {Backend::kNvrtc, Config::parse("i=7")}},
+                                       10, 1);
+  std::vector<int64_t> seen;
+  for (auto b = s->next_batch(4); !b.empty(); b = s->next_batch(4))
+    for (const auto& c : b) seen.push_back(c.config.get("i"));
+  ASSERT_EQ(seen.size(), 10u);
+  EXPECT_EQ(seen[0], 7);   // seeds in order; i=99 is not in the space; the repeat is dropped
+  EXPECT_EQ(seen[1], 3);
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 10u);
+}
+
+TEST(PointwiseSeeds, AreLegalOnEveryArch) {
+  for (const auto& arch : known_arch_limits())
+    for (Backend b : {Backend::kNvrtc, Backend::kHalide})
+      for (int bytes : {2, 4}) {
+        ParamSpace sp = PointwiseTemplate::space(arch, b, bytes);
+        for (const auto& c : PointwiseTemplate::seeds(b, bytes))
+          EXPECT_TRUE(sp.legal(c)) << arch.arch.name() << " " << c.to_string() << ": " << sp.violation(c);
+      }
+}
+
+}  // namespace
+}  // namespace fusekit
