@@ -178,7 +178,7 @@ class Parser {
     outputs_.push_back({t.text, e});
   }
 
-  NodePtr make(Node::Kind kind, const Token& at, std::string name, std::vector<NodePtr> args) {
+  std::shared_ptr<Node> make(Node::Kind kind, const Token& at, std::string name, std::vector<NodePtr> args) {
     auto n = std::make_shared<Node>();
     n->kind = kind;
     n->name = std::move(name);
@@ -266,7 +266,7 @@ class Parser {
     Token t = next();
     if (t.kind == Tok::kNumber) {
       auto n = make(Node::Kind::kNumber, t, "", {});
-      const_cast<Node&>(*n).number = std::strtod(t.text.c_str(), nullptr);
+      n->number = std::strtod(t.text.c_str(), nullptr);
       return n;
     }
     if (t.kind == Tok::kOp && t.text == "(") {

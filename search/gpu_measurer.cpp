@@ -112,7 +112,9 @@ class GpuMeasurer final : public Measurer {
 
   // After a sticky fault: drop everything tied to the context and reset it.
   void recover(const Workload& workload, const Problem& problem, uint64_t seed) {
-    for (auto& [k, m] : modules_) (void)m.release();  // cannot unload in a dead context
+    // Modules and events belong to the dead context: forget them without
+    // calling the driver on them (a small, one-off leak per fault).
+    for (auto& [k, m] : modules_) (void)m.release();
     modules_.clear();
     events_.clear();
     problem_.base = 0;
@@ -249,10 +251,16 @@ class GpuMeasurer final : public Measurer {
       set_args.back().params = args0.params;
     }
     ensure_events(2 * static_cast<size_t>(options.max_samples) + 2);
-    for (int i = 0; i < 5; ++i) launch_kernel(*drv_, art, fn, shape, set_args[i % problem_.sets], stream_);
+    // The verification launch succeeded with the same arguments; a later
+    // failure is still recorded rather than timed.
+    Status launched;
+    auto launch = [&](int set) {
+      if (launched.ok()) launched = launch_kernel(*drv_, art, fn, shape, set_args[set % problem_.sets], stream_);
+    };
+    for (int i = 0; i < 5; ++i) launch(i);
     drv_->cuEventRecord(events_[0], stream_);
     const int probe = 10;
-    for (int i = 0; i < probe; ++i) launch_kernel(*drv_, art, fn, shape, set_args[i % problem_.sets], stream_);
+    for (int i = 0; i < probe; ++i) launch(i);
     drv_->cuEventRecord(events_[1], stream_);
     r = drv_->cuEventSynchronize(events_[1]);
     if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "warm-up");
@@ -265,11 +273,16 @@ class GpuMeasurer final : public Measurer {
     // Timed: an event pair around each launch, rotating input sets.
     for (int i = 0; i < samples; ++i) {
       drv_->cuEventRecord(events_[2 * i], stream_);
-      launch_kernel(*drv_, art, fn, shape, set_args[(i + 1) % problem_.sets], stream_);
+      launch(i + 1);
       drv_->cuEventRecord(events_[2 * i + 1], stream_);
     }
     r = drv_->cuEventSynchronize(events_[2 * samples - 1]);
     if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "timed runs");
+    if (!launched.ok()) {
+      res.status = RecordStatus::kLaunchError;
+      res.error = "timed launch: " + launched.message();
+      return res;
+    }
     for (int i = 0; i < samples; ++i) {
       float ms = 0;
       drv_->cuEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]);

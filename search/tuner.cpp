@@ -116,7 +116,8 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
           r.p80_us = m.p80_us;
           r.samples = static_cast<int>(m.samples_us.size());
           if (m.median_us > 0) r.bandwidth_gbps = p.bytes_moved(elem_bytes) / (m.median_us * 1e-6) / 1e9;
-          if (m.status == RecordStatus::kOk || m.status == RecordStatus::kModeled) ++summary.ok;
+          if (m.status == RecordStatus::kOk) ++summary.measured;
+          else if (m.status == RecordStatus::kModeled) ++summary.modeled;
           else ++summary.failed;
           records.push_back(r);
           batch_results[run[k]] = m;

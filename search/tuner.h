@@ -43,7 +43,8 @@ struct TunerOptions {
 
 struct TuneSummary {
   size_t records = 0;            // committed
-  size_t ok = 0;                 // measured or modeled and verified
+  size_t measured = 0;           // verified and timed on the GPU ("ok")
+  size_t modeled = 0;            // ranked by the cost model, never run
   size_t failed = 0;             // compile / launch / verify errors
   size_t pruned = 0;             // illegal for a size, never run
 };

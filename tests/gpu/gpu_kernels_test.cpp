@@ -48,6 +48,11 @@ class GpuKernels : public ::testing::Test {
     }
   }
 
+  // Builds one nvrtc candidate of a pattern at f32.
+  BuildResult build_f32(const FusionCandidate& c, const Candidate& cand) {
+    return make_kernel_builder(c, DType::kF32, arch())->build({cand}).front();
+  }
+
   static Measurer* measurer_;
   static std::string skip_reason_;
 };
@@ -89,9 +94,8 @@ TEST_F(GpuKernels, AWrongKernelFailsVerification) {
   // Swap the two inputs of relu_add: relu(y) + x differs from relu(x) + y.
   const auto& c = find_pattern("relu_add");
   auto wl = make_candidate_workload(c, DType::kF32);
-  auto builder = make_kernel_builder(c, DType::kF32, arch());
-  Candidate cand{Backend::kNvrtc, Config::parse("threads=128 vec=4 ept=1 grid=0")};
-  BuildResult b = builder->build({cand}).front();
+  Candidate cand{Backend::kNvrtc, Config::parse("threads=128 vec=4 ept=1 grid=0 fast=0")};
+  BuildResult b = build_f32(c, cand);
   ASSERT_TRUE(b.ok) << b.error;
   std::swap(b.artifact.params[0].index, b.artifact.params[1].index);
   MeasureOptions opt;
@@ -105,9 +109,8 @@ TEST_F(GpuKernels, AWrongKernelFailsVerification) {
 TEST_F(GpuKernels, TimingGivesManyPositiveSamples) {
   const auto& c = find_pattern("sigmoid_mul_tanh_add");
   auto wl = make_candidate_workload(c, DType::kF32);
-  auto builder = make_kernel_builder(c, DType::kF32, arch());
-  Candidate cand{Backend::kNvrtc, Config::parse("threads=256 vec=4 ept=2 grid=0")};
-  BuildResult b = builder->build({cand}).front();
+  Candidate cand{Backend::kNvrtc, Config::parse("threads=256 vec=4 ept=2 grid=0 fast=0")};
+  BuildResult b = build_f32(c, cand);
   ASSERT_TRUE(b.ok) << b.error;
   MeasureResult r = measurer_->measure(*wl, wl->problem({1 << 22}), {{&cand, &b.artifact}}, MeasureOptions{}).front();
   ASSERT_EQ(r.status, RecordStatus::kOk) << r.error;
