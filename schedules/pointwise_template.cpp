@@ -40,8 +40,8 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
 std::vector<Config> PointwiseTemplate::seeds(Backend backend, int element_bytes) {
   std::vector<Config> out;
   const int64_t wide = 16 / element_bytes;
-  for (int64_t threads : {128, 256, 64})
-    for (int64_t ept : {2, 4, 1}) {
+  for (int64_t threads : {128, 256, 1024})
+    for (int64_t ept : {1, 2, 4}) {
       Config c;
       c.set("threads", threads);
       c.set("vec", backend == Backend::kHalide ? std::min<int64_t>(wide, 4) : wide);

@@ -34,13 +34,25 @@ TEST(CudaCPrinter, PrintsEveryCatalogPatternAtEveryDtype) {
   }
 }
 
+// The body of fk_point(), where the candidate's own math is printed.
+std::string point_body(const std::string& source) {
+  const size_t start = source.find("void fk_point(");
+  return source.substr(start, source.find("\n}\n", start) - start);
+}
+
 TEST(CudaCPrinter, MathComesFromTheHalideExprs) {
   const auto& c = find_pattern("sigmoid_mul_tanh_add");
   Pipeline p = instantiate(c, DType::kF32);
-  PrintedKernel k = print_pointwise_kernel(c, p, kConfig, "k");
-  EXPECT_NE(k.source.find("tanhf("), std::string::npos);
-  EXPECT_NE(k.source.find("expf("), std::string::npos);
-  EXPECT_EQ(k.source.find("erf"), std::string::npos);
+  const std::string body = point_body(print_pointwise_kernel(c, p, kConfig, "k").source);
+  EXPECT_NE(body.find("fk_tanh("), std::string::npos) << body;
+  EXPECT_NE(body.find("expf("), std::string::npos) << body;
+  EXPECT_EQ(body.find("erf"), std::string::npos) << body;
+  const auto& g = find_pattern("bias_gelu");
+  Pipeline pg = instantiate(g, DType::kBF16);
+  const std::string gelu = point_body(print_pointwise_kernel(g, pg, kConfig, "k").source);
+  EXPECT_NE(gelu.find("fk_erf("), std::string::npos) << gelu;
+  EXPECT_NE(gelu.find("fk_f2bf("), std::string::npos) << gelu;
+  EXPECT_EQ(gelu.find("tanh"), std::string::npos) << gelu;
 }
 
 TEST(CudaCPrinter, GridDependsOnTheSchedule) {
