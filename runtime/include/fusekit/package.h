@@ -1,0 +1,124 @@
+// A kernel package: the table of compiled kernel variants that `fusekit build`
+// emits, and the dispatcher that picks and launches one per call.
+//
+// Selection, per call:
+//   arch:  exact-arch image -> same-major cubin (minor <= device minor) -> PTX (JIT)
+//   shape: exact shape bucket -> nearest tuned bucket -> the generic variant
+//   alignment: a variant whose pointer alignment the call's pointers do not
+//          meet is skipped (the generic variant needs only element alignment)
+// Modules are loaded lazily, once per CUDA context, under a mutex; launches go
+// to the caller's stream with one cuLaunchKernel, so calls are safe inside
+// CUDA graph capture. Nothing here throws.
+#pragma once
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// One kernel parameter (see KernelParam): kind 0 input, 1 output, 2 scalar
+// parameter, 3 shape expression; type 0 ptr, 1 bool, 2 i32, 3 i64, 4 f32.
+typedef struct fusekit_param_desc {
+  int kind;
+  int type;
+  int index;
+  const char* expr;  // LaunchExpr text for shape parameters, else ""
+} fusekit_param_desc;
+
+// One compiled kernel variant, as emitted into a package.
+typedef struct fusekit_variant_desc {
+  const char* op;          // "sigmoid_mul_tanh_add"
+  int dtype;               // 0 f32, 1 f16, 2 bf16
+  int bucket_log2;         // tuned for n <= 2^bucket_log2; -1 for the generic variant
+  int sm;                  // arch the image is for (90); 0 for the portable PTX fallback
+  int image_kind;          // 0 cubin, 1 ptx
+  const unsigned char* image;
+  size_t image_size;
+  const char* entry;
+  int block[3];
+  const char* grid[3];     // LaunchExpr text
+  int shared_bytes;
+  int pointer_alignment;   // bytes every tensor pointer must be aligned to
+  const fusekit_param_desc* params;
+  int num_params;
+  const char* backend;     // "nvrtc" / "halide"
+  const char* schedule;    // Config text
+  const char* record_id;   // tuning record it came from ("" for generic)
+  int measured;            // 1 measured on a GPU, 0 modeled or generic
+} fusekit_variant_desc;
+
+#ifdef __cplusplus
+}  // extern "C"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fusekit/dtype.h"
+#include "fusekit/kernel_artifact.h"
+#include "fusekit/kernel_launch.h"
+#include "fusekit/status.h"
+
+namespace fusekit {
+
+// What selection needs to know of the device.
+struct DeviceProps {
+  int sm = 0;          // 90
+  int sm_count = 0;
+};
+
+// The outcome of selection, with the fallback steps taken.
+struct Selection {
+  const fusekit_variant_desc* variant = nullptr;
+  const char* arch_step = "";   // "exact arch", "same-major cubin", "ptx jit"
+  const char* shape_step = "";  // "exact bucket", "nearest bucket", "generic"
+  std::string describe() const;
+};
+
+// Picks a variant from a table. `pointer_alignment` is the largest power of
+// two dividing every tensor pointer of the call (use 256 when unknown).
+Status select_variant(const fusekit_variant_desc* table, size_t count, const std::string& op, DType dtype,
+                      const DeviceProps& device, int64_t elements, int pointer_alignment, Selection* out);
+
+// Largest power of two (up to 256) dividing every pointer.
+int common_alignment(const std::vector<CUdeviceptr>& pointers);
+
+// A package's table plus its lazily loaded modules.
+class Package {
+ public:
+  Package(const fusekit_variant_desc* table, size_t count);
+  ~Package();
+  Package(const Package&) = delete;
+  Package& operator=(const Package&) = delete;
+
+  // Selects for the current context's device and launches on `stream`.
+  // Zero elements: success, nothing launched.
+  Status launch(const std::string& op, DType dtype, const LaunchShape& shape, const LaunchArgs& args,
+                CUstream stream);
+  // Which variant a call would take on the current device, and why.
+  Status explain(const std::string& op, DType dtype, int64_t elements, int pointer_alignment, Selection* out);
+
+  const fusekit_variant_desc* table() const { return table_; }
+  size_t size() const { return count_; }
+
+ private:
+  struct Loaded;
+  Status device_props(const CudaDriver& driver, CUcontext ctx, DeviceProps* props);
+  Status function_for(const CudaDriver& driver, CUcontext ctx, const fusekit_variant_desc* v,
+                      const KernelArtifact** artifact, CUfunction* fn);
+
+  const fusekit_variant_desc* table_;
+  size_t count_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Loaded>> loaded_;
+};
+
+// Parses a variant's launch description; kInvalidArgument names the field.
+Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* out);
+
+}  // namespace fusekit
+#endif

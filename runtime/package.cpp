@@ -1,0 +1,246 @@
+// Map: select_variant (pure; unit-tested with fake devices), the Package's
+// per-context caches of device properties and loaded modules, launch, explain.
+#include "fusekit/package.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "fusekit/cuda_driver.h"
+#include "fusekit/shape_bucket.h"
+
+namespace fusekit {
+
+std::string Selection::describe() const {
+  if (!variant) return "no variant";
+  std::string s = std::string(variant->entry) + " (" + variant->backend + ", " + variant->schedule + "; ";
+  s += variant->sm ? "sm_" + std::to_string(variant->sm) : std::string("portable PTX");
+  s += variant->bucket_log2 >= 0 ? ", bucket n<=2^" + std::to_string(variant->bucket_log2) : std::string(", generic");
+  s += variant->measured ? ", measured" : ", not measured";
+  return s + "): arch step '" + arch_step + "', shape step '" + shape_step + "'";
+}
+
+int common_alignment(const std::vector<CUdeviceptr>& pointers) {
+  int align = 256;
+  for (CUdeviceptr p : pointers)
+    while (align > 1 && (p % static_cast<CUdeviceptr>(align)) != 0) align /= 2;
+  return align;
+}
+
+Status select_variant(const fusekit_variant_desc* table, size_t count, const std::string& op, DType dtype,
+                      const DeviceProps& device, int64_t elements, int pointer_alignment, Selection* out) {
+  std::vector<const fusekit_variant_desc*> mine;
+  bool op_known = false;
+  std::string dtypes;
+  for (size_t i = 0; i < count; ++i) {
+    if (op != table[i].op) continue;
+    op_known = true;
+    const std::string d = dtype_name(static_cast<DType>(table[i].dtype));
+    if (dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : " ") + d;
+    if (table[i].dtype == static_cast<int>(dtype)) mine.push_back(&table[i]);
+  }
+  if (!op_known) return Status(StatusCode::kNotFound, "the package has no op '" + op + "'");
+  if (mine.empty())
+    return Status(StatusCode::kNotSupported, "op '" + op + "' was not built for " + dtype_name(dtype) +
+                                                 "; the package has: " + dtypes);
+  // Arch.
+  std::vector<const fusekit_variant_desc*> pool;
+  const char* arch_step = "";
+  for (auto* v : mine)
+    if (v->sm == device.sm) pool.push_back(v);
+  if (!pool.empty()) {
+    arch_step = "exact arch";
+  } else {
+    int best_sm = 0;
+    for (auto* v : mine)
+      if (v->image_kind == 0 && v->sm / 10 == device.sm / 10 && v->sm % 10 <= device.sm % 10 && v->sm > best_sm)
+        best_sm = v->sm;
+    if (best_sm) {
+      for (auto* v : mine)
+        if (v->sm == best_sm && v->image_kind == 0) pool.push_back(v);
+      arch_step = "same-major cubin";
+    } else {
+      for (auto* v : mine)
+        if (v->sm == 0) pool.push_back(v);
+      arch_step = "ptx jit";
+    }
+  }
+  if (pool.empty()) {
+    std::string archs;
+    for (auto* v : mine)
+      if (archs.find(std::to_string(v->sm)) == std::string::npos) archs += " sm_" + std::to_string(v->sm);
+    return Status(StatusCode::kNotSupported, "no code for sm_" + std::to_string(device.sm) + " in op '" + op +
+                                                 "' (package has" + archs + "); rebuild it with --arch sm_" +
+                                                 std::to_string(device.sm));
+  }
+  // Alignment.
+  std::vector<const fusekit_variant_desc*> aligned;
+  for (auto* v : pool)
+    if (v->pointer_alignment <= pointer_alignment) aligned.push_back(v);
+  if (aligned.empty())
+    return Status(StatusCode::kInvalidArgument, "tensor pointers are only " + std::to_string(pointer_alignment) +
+                                                    "-byte aligned; op '" + op + "' needs element alignment");
+  // Shape.
+  const int b = shape_bucket_log2(elements);
+  const fusekit_variant_desc* pick = nullptr;
+  const char* shape_step = "";
+  for (auto* v : aligned)
+    if (v->bucket_log2 == b) { pick = v; shape_step = "exact bucket"; break; }
+  if (!pick) {
+    int best = 1 << 30;
+    for (auto* v : aligned) {
+      if (v->bucket_log2 < 0) continue;
+      const int d = std::abs(v->bucket_log2 - b) * 2 - (v->bucket_log2 > b ? 1 : 0);  // ties: larger bucket
+      if (d < best) { best = d; pick = v; shape_step = "nearest bucket"; }
+    }
+  }
+  if (!pick) {
+    for (auto* v : aligned)
+      if (v->bucket_log2 < 0) { pick = v; shape_step = "generic"; break; }
+  }
+  if (!pick) return Status(StatusCode::kInternal, "op '" + op + "' has no usable variant");
+  out->variant = pick;
+  out->arch_step = arch_step;
+  out->shape_step = shape_step;
+  return Status();
+}
+
+Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* a) {
+  a->backend = v.backend;
+  a->image_kind = v.image_kind == 0 ? ImageKind::kCubin : ImageKind::kPtx;
+  a->image.assign(reinterpret_cast<const char*>(v.image), v.image_size);
+  a->entry = v.entry;
+  a->target_sm = v.sm;
+  a->shared_bytes = v.shared_bytes;
+  a->pointer_alignment = v.pointer_alignment;
+  for (int i = 0; i < 3; ++i) {
+    a->block[i] = v.block[i];
+    Status st = LaunchExpr::parse(v.grid[i], &a->grid[i]);
+    if (!st.ok()) return Status(StatusCode::kInvalidArgument, std::string(v.entry) + " grid: " + st.message());
+  }
+  a->params.clear();
+  for (int i = 0; i < v.num_params; ++i) {
+    const fusekit_param_desc& d = v.params[i];
+    if (d.kind < 0 || d.kind > 3 || d.type < 0 || d.type > 4)
+      return Status(StatusCode::kInvalidArgument, std::string(v.entry) + ": bad parameter descriptor");
+    KernelParam p;
+    p.kind = static_cast<KernelParam::Kind>(d.kind);
+    p.type = static_cast<KernelParam::Type>(d.type);
+    p.index = d.index;
+    if (p.kind == KernelParam::Kind::kShape) {
+      Status st = LaunchExpr::parse(d.expr, &p.expr);
+      if (!st.ok()) return Status(StatusCode::kInvalidArgument, std::string(v.entry) + " parameter: " + st.message());
+    }
+    a->params.push_back(p);
+  }
+  return Status();
+}
+
+struct Package::Loaded {
+  CUcontext ctx = nullptr;
+  const fusekit_variant_desc* variant = nullptr;  // null: a device-properties entry
+  DeviceProps props;
+  KernelArtifact artifact;
+  LoadedKernel kernel;
+};
+
+Package::Package(const fusekit_variant_desc* table, size_t count) : table_(table), count_(count) {}
+Package::~Package() = default;  // modules die with their contexts; unloading here could race context teardown
+
+Status Package::device_props(const CudaDriver& d, CUcontext ctx, DeviceProps* props) {
+  for (const auto& l : loaded_)
+    if (l->ctx == ctx && !l->variant) { *props = l->props; return Status(); }
+  CUdevice dev;
+  FUSEKIT_CU_RETURN(d, cuCtxGetDevice(&dev), "current context");
+  int major = 0, minor = 0, sms = 0;
+  FUSEKIT_CU_RETURN(d, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "");
+  FUSEKIT_CU_RETURN(d, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "");
+  FUSEKIT_CU_RETURN(d, cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "");
+  auto l = std::make_unique<Loaded>();
+  l->ctx = ctx;
+  l->props = {major * 10 + minor, sms};
+  *props = l->props;
+  loaded_.push_back(std::move(l));
+  return Status();
+}
+
+Status Package::function_for(const CudaDriver& d, CUcontext ctx, const fusekit_variant_desc* v,
+                             const KernelArtifact** artifact, CUfunction* fn) {
+  for (const auto& l : loaded_)
+    if (l->ctx == ctx && l->variant == v) {
+      *artifact = &l->artifact;
+      *fn = l->kernel.function();
+      return Status();
+    }
+  auto l = std::make_unique<Loaded>();
+  l->ctx = ctx;
+  l->variant = v;
+  Status st = variant_artifact(*v, &l->artifact);
+  if (!st.ok()) return st;
+  st = l->kernel.load(d, l->artifact);
+  if (!st.ok()) return st;
+  *artifact = &l->artifact;
+  *fn = l->kernel.function();
+  loaded_.push_back(std::move(l));
+  return Status();
+}
+
+namespace {
+Status current_context(const CudaDriver** d, CUcontext* ctx) {
+  Status st = load_cuda_driver(d);
+  if (!st.ok()) return st;
+  FUSEKIT_CU_RETURN(**d, cuCtxGetCurrent(ctx), "");
+  if (!*ctx)
+    return Status(StatusCode::kInvalidArgument,
+                  "no current CUDA context; make one current (cuCtxSetCurrent / cudaSetDevice) before calling");
+  return Status();
+}
+}  // namespace
+
+Status Package::explain(const std::string& op, DType dtype, int64_t elements, int pointer_alignment, Selection* out) {
+  const CudaDriver* d = nullptr;
+  CUcontext ctx = nullptr;
+  Status st = current_context(&d, &ctx);
+  if (!st.ok()) return st;
+  std::lock_guard<std::mutex> lock(mutex_);
+  DeviceProps props;
+  st = device_props(*d, ctx, &props);
+  if (!st.ok()) return st;
+  return select_variant(table_, count_, op, dtype, props, elements, pointer_alignment, out);
+}
+
+Status Package::launch(const std::string& op, DType dtype, const LaunchShape& shape, const LaunchArgs& args,
+                       CUstream stream) {
+  for (int64_t e : shape.domain)
+    if (e < 0) return Status(StatusCode::kInvalidArgument, "negative extent " + std::to_string(e));
+  if (shape.elements() == 0) return Status();
+  std::vector<CUdeviceptr> pointers;
+  for (const auto* list : {&args.inputs, &args.outputs})
+    for (size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i] == 0)
+        return Status(StatusCode::kInvalidArgument, std::string(list == &args.inputs ? "input " : "output ") +
+                                                        std::to_string(i) + " is a null pointer");
+      pointers.push_back((*list)[i]);
+    }
+  const CudaDriver* d = nullptr;
+  CUcontext ctx = nullptr;
+  Status st = current_context(&d, &ctx);
+  if (!st.ok()) return st;
+  const KernelArtifact* artifact = nullptr;
+  CUfunction fn = nullptr;
+  LaunchShape s = shape;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    DeviceProps props;
+    st = device_props(*d, ctx, &props);
+    if (!st.ok()) return st;
+    Selection sel;
+    st = select_variant(table_, count_, op, dtype, props, shape.elements(), common_alignment(pointers), &sel);
+    if (!st.ok()) return st;
+    st = function_for(*d, ctx, sel.variant, &artifact, &fn);
+    if (!st.ok()) return st;
+    s.sm_count = props.sm_count;
+  }
+  return launch_kernel(*d, *artifact, fn, s, args, stream);
+}
+
+}  // namespace fusekit

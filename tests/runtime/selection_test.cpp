@@ -1,0 +1,128 @@
+// Variant selection with fake device properties: the fallback ladder.
+#include <gtest/gtest.h>
+
+#include "fusekit/package.h"
+
+namespace fusekit {
+namespace {
+
+const fusekit_param_desc kParams[] = {{0, 0, 0, ""}, {1, 0, 0, ""}, {3, 3, 0, "n"}};
+
+fusekit_variant_desc variant(const char* entry, int sm, int kind, int bucket, int align, int dtype = 0,
+                             const char* op = "relu_add") {
+  static const unsigned char image[] = {0};
+  return {op,     dtype,   bucket, sm, kind, image, 1, entry, {128, 1, 1}, {"(div (add n 127) 128)", "1", "1"},
+          0,      align,   kParams, 3,  "nvrtc", "threads=128", "id", 1};
+}
+
+const fusekit_variant_desc kTable[] = {
+    variant("sm90_b12", 90, 0, 12, 16),  variant("sm90_b20", 90, 0, 20, 16), variant("sm90_generic", 90, 0, -1, 4),
+    variant("sm80_b20", 80, 0, 20, 16),  variant("sm80_generic", 80, 0, -1, 4),
+    variant("ptx_b20", 0, 1, 20, 16),    variant("ptx_generic", 0, 1, -1, 4),
+    variant("bf16_sm90", 90, 0, 20, 16, 2),
+};
+constexpr size_t kCount = sizeof(kTable) / sizeof(kTable[0]);
+
+Selection pick(int sm, int64_t n, int align = 256, DType dt = DType::kF32, const char* op = "relu_add") {
+  Selection s;
+  Status st = select_variant(kTable, kCount, op, dt, DeviceProps{sm, 100}, n, align, &s);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return s;
+}
+
+TEST(SelectVariant, ExactArchAndExactBucket) {
+  Selection s = pick(90, 4096);
+  EXPECT_STREQ(s.variant->entry, "sm90_b12");
+  EXPECT_STREQ(s.arch_step, "exact arch");
+  EXPECT_STREQ(s.shape_step, "exact bucket");
+  EXPECT_STREQ(pick(90, 1 << 20).variant->entry, "sm90_b20");
+}
+
+TEST(SelectVariant, NearestTunedBucket) {
+  Selection s = pick(90, 1 << 26);
+  EXPECT_STREQ(s.variant->entry, "sm90_b20");
+  EXPECT_STREQ(s.shape_step, "nearest bucket");
+  EXPECT_STREQ(pick(90, 1 << 15).variant->entry, "sm90_b12");  // 15 is nearer 12 than 20
+  EXPECT_STREQ(pick(90, 1 << 16).variant->entry, "sm90_b20");  // tie: the larger bucket
+}
+
+TEST(SelectVariant, SameMajorCubinThenPtx) {
+  Selection s = pick(86, 1 << 20);  // sm_80 cubins run on sm_86
+  EXPECT_STREQ(s.variant->entry, "sm80_b20");
+  EXPECT_STREQ(s.arch_step, "same-major cubin");
+  s = pick(89, 1 << 20);
+  EXPECT_STREQ(s.variant->entry, "sm80_b20");
+  s = pick(75, 1 << 20);  // nothing for major 7: portable PTX
+  EXPECT_STREQ(s.variant->entry, "ptx_b20");
+  EXPECT_STREQ(s.arch_step, "ptx jit");
+  s = pick(100, 1 << 20);
+  EXPECT_STREQ(s.arch_step, "ptx jit");
+}
+
+TEST(SelectVariant, MisalignedPointersTakeTheGenericVariant) {
+  Selection s = pick(90, 1 << 20, 4);
+  EXPECT_STREQ(s.variant->entry, "sm90_generic");
+  EXPECT_STREQ(s.shape_step, "generic");
+  Selection t;
+  Status st = select_variant(kTable, kCount, "relu_add", DType::kF32, DeviceProps{90, 1}, 1 << 20, 2, &t);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("2-byte aligned"), std::string::npos);
+}
+
+TEST(SelectVariant, UnknownOpDtypeOrDeviceIsAStatus) {
+  Selection s;
+  Status st = select_variant(kTable, kCount, "softmax", DType::kF32, DeviceProps{90, 1}, 10, 256, &s);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  st = select_variant(kTable, kCount, "relu_add", DType::kF16, DeviceProps{90, 1}, 10, 256, &s);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+  EXPECT_NE(st.message().find("the package has: f32 bf16"), std::string::npos) << st.message();
+  // bf16 exists only as an sm_90 cubin: an sm_80 device has no code for it.
+  st = select_variant(kTable, kCount, "relu_add", DType::kBF16, DeviceProps{80, 1}, 1 << 20, 256, &s);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+  EXPECT_NE(st.message().find("rebuild it with --arch sm_80"), std::string::npos) << st.message();
+}
+
+TEST(SelectVariant, DescribesTheSteps) {
+  Selection s = pick(86, 1 << 26);
+  const std::string d = s.describe();
+  EXPECT_NE(d.find("sm80_b20"), std::string::npos);
+  EXPECT_NE(d.find("same-major cubin"), std::string::npos);
+  EXPECT_NE(d.find("nearest bucket"), std::string::npos);
+}
+
+TEST(VariantArtifact, ParsesTheLaunchDescription) {
+  KernelArtifact a;
+  ASSERT_TRUE(variant_artifact(kTable[0], &a).ok());
+  EXPECT_EQ(a.params.size(), 3u);
+  EXPECT_EQ(a.params[2].expr.to_string(), "n");
+  EXPECT_EQ(a.grid[0].to_string(), "(div (add n 127) 128)");
+  fusekit_variant_desc bad = kTable[0];
+  bad.grid[0] = "(div n";
+  EXPECT_EQ(variant_artifact(bad, &a).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CommonAlignment, IsTheLargestPowerOfTwoDividingAll) {
+  EXPECT_EQ(common_alignment({0x1000, 0x2010}), 16);
+  EXPECT_EQ(common_alignment({0x1000}), 256);
+  EXPECT_EQ(common_alignment({0x1002, 0x1000}), 2);
+}
+
+TEST(Package, ZeroElementsLaunchNothingAndNullPointersAreRejected) {
+  Package p(kTable, kCount);
+  LaunchShape shape;
+  shape.domain = {0};
+  LaunchArgs args;
+  args.inputs = {0x1000, 0x2000};
+  args.outputs = {0x3000};
+  EXPECT_TRUE(p.launch("relu_add", DType::kF32, shape, args, nullptr).ok());
+  shape.domain = {10};
+  args.inputs[1] = 0;
+  Status st = p.launch("relu_add", DType::kF32, shape, args, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("input 1 is a null pointer"), std::string::npos);
+  shape.domain = {-3};
+  EXPECT_EQ(p.launch("relu_add", DType::kF32, shape, args, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace fusekit
