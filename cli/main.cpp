@@ -6,6 +6,7 @@
 //                [--sizes 4096,65536] [--db FILE] [--budget N] [--backend nvrtc,halide] [--model]
 //   fusekit db show|export|import --db FILE [JSONL]
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
+//   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE] [--pattern ...|--expr TEXT] [--cxx c++]
 //   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0 fast=0"]
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "generator/cuda_c_printer.h"
 #include "generator/expr_parser.h"
 #include "generator/halide_backend.h"
+#include "generator/library_emitter.h"
 #include "generator/nvrtc_compiler.h"
 #include "fusekit/shape_bucket.h"
 #include "search/tuner.h"
@@ -296,6 +298,28 @@ int cmd_verify(const po::variables_map& vm) {
   return failed ? 1 : 0;
 }
 
+int cmd_build(const po::variables_map& vm) {
+  if (!vm.count("arch")) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
+  if (!vm.count("out")) throw UserError("build needs --out DIR for the package");
+  EmitOptions o;
+  for (const auto& a : split_list({vm["arch"].as<std::string>()})) o.archs.push_back(require_arch(a).arch);
+  o.out_dir = vm["out"].as<std::string>();
+  o.candidates = selected_candidates(vm);
+  o.cxx = vm["cxx"].as<std::string>();
+  o.runtime_library = FUSEKIT_RUNTIME_LIBRARY;
+  o.runtime_include = FUSEKIT_RUNTIME_INCLUDE;
+  o.cuda_include = FUSEKIT_CUDA_INCLUDE;
+  const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
+  if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE or run tune first");
+  auto db = open_sqlite_db(path);
+  EmitReport r = emit_library(*db, o);
+  for (const auto& n : r.notes) std::fprintf(stderr, "fusekit: note: %s\n", n.c_str());
+  std::printf("wrote %s: %zu kernel variants for", o.out_dir.c_str(), r.variants);
+  for (const auto& op : r.ops) std::printf(" [%s]", op.c_str());
+  std::printf("\n");
+  return 0;
+}
+
 int cmd_source(const po::variables_map& vm) {
   if (!vm.count("arch")) throw UserError("source needs --arch, e.g. --arch sm_90");
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
@@ -332,6 +356,8 @@ int run(int argc, char** argv) {
        "backends to search")
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
+      ("out", po::value<std::string>(), "package folder for `build`")
+      ("cxx", po::value<std::string>()->default_value("c++"), "C++ compiler `build` uses for the package")
       ("params", po::value<std::string>()->default_value("ept=2 fast=0 grid=0 threads=256 vec=4"), "schedule for `source`")
       ("command", po::value<std::vector<std::string>>(), "command");
   po::positional_options_description pos;
@@ -346,7 +372,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> cmd = vm.count("command") ? vm["command"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("help") || cmd.empty()) {
     std::cout << "usage: fusekit list | tune --arch SM [...] | db show|export|import --db FILE [JSONL] |\n"
-              << "       verify --arch SM --db FILE [--sizes ...] | source --pattern NAME --arch SM [--params ...]\n"
+              << "       verify --arch SM --db FILE [--sizes ...] | build --arch SM,SM --out DIR [--db FILE] |\n"
+              << "       source --pattern NAME --arch SM [--params ...]\n"
               << opts << "\n";
     return cmd.empty() && !vm.count("help") ? 2 : 0;
   }
@@ -355,7 +382,8 @@ int run(int argc, char** argv) {
   if (cmd[0] == "db") return cmd_db(vm, std::vector<std::string>(cmd.begin() + 1, cmd.end()));
   if (cmd[0] == "source") return cmd_source(vm);
   if (cmd[0] == "verify") return cmd_verify(vm);
-  throw UserError("unknown command '" + cmd[0] + "'; known: list tune db verify source");
+  if (cmd[0] == "build") return cmd_build(vm);
+  throw UserError("unknown command '" + cmd[0] + "'; known: list tune db verify build source");
 }
 
 }  // namespace

@@ -7,7 +7,10 @@
 
 namespace fusekit {
 
-NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch, bool fast_math) {
+namespace {
+
+NvrtcResult compile(const std::string& source, const std::string& name, const std::string& gpu, bool fast_math,
+                    bool ptx) {
   NvrtcResult out;
   nvrtcProgram prog = nullptr;
   nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr);
@@ -15,7 +18,6 @@ NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& 
     out.log = std::string("nvrtcCreateProgram failed: ") + nvrtcGetErrorString(r);
     return out;
   }
-  const std::string gpu = "--gpu-architecture=sm_" + std::to_string(arch.number());
   std::vector<const char*> opts = {gpu.c_str(), "-std=c++17", "--extra-device-vectorization"};
   if (fast_math) {
     opts.push_back("--use_fast_math");
@@ -36,19 +38,32 @@ NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& 
     return out;
   }
   size_t size = 0;
-  r = nvrtcGetCUBINSize(prog, &size);
+  r = ptx ? nvrtcGetPTXSize(prog, &size) : nvrtcGetCUBINSize(prog, &size);
   if (r == NVRTC_SUCCESS && size > 0) {
     out.cubin.resize(size);
-    r = nvrtcGetCUBIN(prog, out.cubin.data());
+    r = ptx ? nvrtcGetPTX(prog, out.cubin.data()) : nvrtcGetCUBIN(prog, out.cubin.data());
   }
   if (r != NVRTC_SUCCESS || size == 0) {
-    out.log = std::string("nvrtcGetCUBIN failed: ") + nvrtcGetErrorString(r);
+    out.log = std::string(ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN") + " failed: " + nvrtcGetErrorString(r);
     out.cubin.clear();
   } else {
+    if (ptx) while (!out.cubin.empty() && out.cubin.back() == '\0') out.cubin.pop_back();
     out.ok = true;
   }
   nvrtcDestroyProgram(&prog);
   return out;
+}
+
+}  // namespace
+
+NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch, bool fast_math) {
+  return compile(source, name, "--gpu-architecture=sm_" + std::to_string(arch.number()), fast_math, false);
+}
+
+NvrtcResult compile_cuda_to_ptx(const std::string& source, const std::string& name, const Arch& virtual_arch,
+                                bool fast_math) {
+  return compile(source, name, "--gpu-architecture=compute_" + std::to_string(virtual_arch.number()), fast_math,
+                 true);
 }
 
 std::string nvrtc_version() {

@@ -10,7 +10,7 @@ namespace fusekit {
 
 struct NvrtcResult {
   bool ok = false;
-  std::string cubin;  // ELF image
+  std::string cubin;  // ELF image (PTX text from compile_cuda_to_ptx)
   std::string log;    // compiler log (errors and warnings)
 };
 
@@ -20,6 +20,11 @@ struct NvrtcResult {
 // denormals): a tuning dimension, kept only where verification passes.
 NvrtcResult compile_cuda_to_cubin(const std::string& source, const std::string& name, const Arch& arch,
                                   bool fast_math = false);
+
+// The same source as PTX for a virtual arch (compute_XY): the portable
+// fallback the driver JIT-compiles for GPUs the package has no cubin for.
+NvrtcResult compile_cuda_to_ptx(const std::string& source, const std::string& name, const Arch& virtual_arch,
+                                bool fast_math = false);
 
 // "13.0".
 std::string nvrtc_version();

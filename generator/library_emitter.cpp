@@ -1,0 +1,442 @@
+// Map:
+//   collect_variants   database winners per op/dtype/arch/bucket -> rebuilt artifacts
+//   write_table        images and launch descriptions as a C table
+//   write_api          typed C entry points, generic call, explain
+//   write_header/manifest/cmake_config, compile_package
+#include "generator/library_emitter.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "common/errors.h"
+#include "fusekit/shape_bucket.h"
+#include "generator/candidate_workload.h"
+#include "generator/cuda_c_printer.h"
+#include "generator/nvrtc_compiler.h"
+
+namespace fusekit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kGenericSchedule = "ept=1 fast=0 grid=0 threads=256 vec=1";
+// The oldest virtual arch CUDA 13 NVRTC accepts (it dropped compute_70).
+const Arch kPortablePtx{7, 5};
+
+struct Variant {
+  const FusionCandidate* cand = nullptr;
+  DType dtype = DType::kF32;
+  int bucket = -1;
+  int sm = 0;  // 0: portable PTX
+  KernelArtifact art;
+  std::string schedule, record_id, gpu_name;
+  bool measured = false;
+};
+
+std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+KernelArtifact build_one(const FusionCandidate& cand, DType dtype, const ArchLimits& arch, const Candidate& c) {
+  auto builder = make_kernel_builder(cand, dtype, arch);
+  BuildResult b = builder->build({c}).front();
+  if (!b.ok)
+    throw UserError("cannot rebuild " + cand.name + " " + dtype_name(dtype) + " " + backend_name(c.backend) + " '" +
+                    c.config.to_string() + "' for " + arch.arch.name() + ": " + b.error);
+  return b.artifact;
+}
+
+KernelArtifact build_ptx(const FusionCandidate& cand, DType dtype, const Config& config, const std::string& entry) {
+  Pipeline p = instantiate(cand, dtype);
+  PrintedKernel k = print_pointwise_kernel(cand, p, config, entry);
+  NvrtcResult r = compile_cuda_to_ptx(k.source, entry, kPortablePtx, config.get_or("fast", 0) != 0);
+  if (!r.ok) throw UserError("cannot compile portable PTX for " + entry + ": " + r.log);
+  KernelArtifact a = k.launch;
+  a.image_kind = ImageKind::kPtx;
+  a.image = r.cubin;
+  a.target_sm = 0;
+  return a;
+}
+
+std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, EmitReport* report) {
+  std::vector<Variant> out;
+  for (const auto& cand : o.candidates) {
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const std::string hash = pipeline_hash(canonical_pipeline_text(cand, dt));
+      RecordFilter f;
+      f.dtype = dtype_name(dt);
+      std::map<std::string, std::set<std::string>> buckets;  // arch -> buckets
+      for (const auto& r : db.all(f))
+        if (r.pipeline_hash == hash && (r.status == RecordStatus::kOk || r.status == RecordStatus::kModeled))
+          buckets[r.arch].insert(r.shape_bucket);
+      if (buckets.empty()) continue;
+      for (const Arch& arch : o.archs)
+        if (!buckets.count(arch.name()))
+          throw UserError("the database has records of " + cand.name + " " + dtype_name(dt) + " but none for " +
+                          arch.name() + "; run `fusekit tune --arch " + arch.name() + " --pattern " + cand.name +
+                          " --dtype " + dtype_name(dt) + "` first (it ranks with the model where that GPU is absent)");
+      report->ops.push_back(cand.name + " " + dtype_name(dt));
+      Arch newest = o.archs.front();
+      for (const Arch& arch : o.archs) {
+        if (newest < arch) newest = arch;
+        const ArchLimits& limits = require_arch(arch.name());
+        bool any_measured = false;
+        for (const auto& bucket : buckets[arch.name()]) {
+          auto best = db.best({hash, dtype_name(dt), bucket, arch.name()});
+          if (!best) continue;
+          Variant v;
+          v.cand = &cand;
+          v.dtype = dt;
+          v.bucket = std::stoi(bucket.substr(bucket.find('^') + 1));
+          v.sm = arch.number();
+          Candidate c{parse_backend(best->backend), Config::parse(best->params)};
+          v.art = build_one(cand, dt, limits, c);
+          v.schedule = best->params;
+          v.record_id = best->id;
+          v.gpu_name = best->gpu_name;
+          v.measured = best->status == RecordStatus::kOk;
+          any_measured |= v.measured;
+          out.push_back(std::move(v));
+        }
+        if (!any_measured)
+          report->notes.push_back(cand.name + " " + dtype_name(dt) + " " + arch.name() +
+                                  ": no measured records; packaged from the model's ranking");
+        Variant g;
+        g.cand = &cand;
+        g.dtype = dt;
+        g.sm = arch.number();
+        g.schedule = kGenericSchedule;
+        g.art = build_one(cand, dt, limits, {Backend::kNvrtc, Config::parse(kGenericSchedule)});
+        out.push_back(std::move(g));
+      }
+      // Portable PTX: the generic variant and the newest arch's NVRTC winners.
+      const size_t begin = out.size();
+      for (size_t i = 0; i < begin; ++i) {
+        const Variant& w = out[i];
+        if (w.cand != &cand || w.dtype != dt || w.sm != newest.number() || w.art.backend != "nvrtc") continue;
+        Variant p = w;
+        p.sm = 0;
+        p.art = build_ptx(cand, dt, Config::parse(w.schedule),
+                          "fusekit_ptx_" + cand.name + "_" + dtype_name(dt) + "_" + std::to_string(out.size()));
+        out.push_back(std::move(p));
+      }
+    }
+  }
+  return out;
+}
+
+std::string ctype(DType dt) { return dt == DType::kF32 ? "float" : "uint16_t"; }
+
+// Shape arguments of a typed entry point (outermost first) and the domain
+// they make (innermost first).
+std::vector<std::string> shape_args(Layout layout) {
+  switch (layout) {
+    case Layout::kFlat: return {"count"};
+    case Layout::kRowCol: return {"rows", "cols"};
+    case Layout::kNchw: return {"batch", "channels", "spatial"};
+  }
+  return {};
+}
+
+// A C parameter name for an input, output or scalar parameter: never one of
+// the shape arguments, `stream`, or the wrappers' fk_ locals.
+std::string arg_name(const std::string& name, Layout layout) {
+  for (const auto& s : shape_args(layout))
+    if (s == name) return name + "_";
+  if (name == "stream" || name.rfind("fk_", 0) == 0) return name + "_";
+  return name;
+}
+
+std::string signature(const FusionCandidate& c, DType dt) {
+  std::string s = "int fusekit_" + c.name + "_" + dtype_name(dt) + "(";
+  for (const auto& in : c.inputs) s += "const " + ctype(dt) + "* " + arg_name(in.name, c.layout) + ", ";
+  for (const auto& o : c.outputs) s += ctype(dt) + "* " + arg_name(o, c.layout) + ", ";
+  for (const auto& p : c.params) s += "float " + arg_name(p.name, c.layout) + ", ";
+  for (const auto& a : shape_args(c.layout)) s += "int64_t " + a + ", ";
+  return s + "CUstream stream)";
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f) throw UserError("cannot write '" + path.string() + "'; check --out is writable");
+}
+
+std::string write_header(const std::vector<std::pair<const FusionCandidate*, DType>>& ops) {
+  std::ostringstream h;
+  h << "/* fusekit_kernels.h: generated by `fusekit build`. Do not edit.\n"
+       " *\n"
+       " * Every call launches one fused kernel on `stream` in the current CUDA context\n"
+       " * and returns FUSEKIT_OK or an error code; fusekit_last_error() (per thread) says\n"
+       " * why. Pointers are device pointers; f16/bf16 tensors are passed as uint16_t\n"
+       " * (the bits of __half / __nv_bfloat16). Zero elements launch nothing. */\n"
+       "#ifndef FUSEKIT_KERNELS_H_\n#define FUSEKIT_KERNELS_H_\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
+       "typedef struct CUstream_st* CUstream;\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+       "enum {\n  FUSEKIT_OK = 0,\n  FUSEKIT_INVALID_ARGUMENT = 1,\n  FUSEKIT_NOT_SUPPORTED = 2,\n"
+       "  FUSEKIT_DRIVER_ERROR = 3,\n  FUSEKIT_NOT_FOUND = 4,\n  FUSEKIT_INTERNAL = 5\n};\n\n"
+       "/* The message of this thread's last failed call (\"\" after a success). */\n"
+       "const char* fusekit_last_error(void);\n\n";
+  for (const auto& [c, dt] : ops) {
+    h << "/* " << c->description << " (" << layout_name(c->layout) << ", " << dtype_name(dt) << ") */\n";
+    h << signature(*c, dt) << ";\n\n";
+  }
+  h << "/* Any op by name: inputs, outputs and scalar parameters in the order of the typed\n"
+       " * entry point; `domain` holds the shape arguments in the same order (outermost first). */\n"
+       "int fusekit_launch(const char* op, const char* dtype, const void* const* inputs, int num_inputs,\n"
+       "                   void* const* outputs, int num_outputs, const float* params, int num_params,\n"
+       "                   const int64_t* domain, int rank, CUstream stream);\n\n"
+       "/* Writes which kernel a call with `elements` elements and `pointer_alignment`-byte aligned\n"
+       " * pointers would take on the current device, and which fallback steps chose it. */\n"
+       "int fusekit_explain(const char* op, const char* dtype, int64_t elements, int pointer_alignment,\n"
+       "                    char* buffer, size_t size);\n\n"
+       "#ifdef __cplusplus\n}  /* extern \"C\" */\n#endif\n\n#endif  /* FUSEKIT_KERNELS_H_ */\n";
+  return h.str();
+}
+
+std::string write_table(const std::vector<Variant>& vs) {
+  std::ostringstream t;
+  t << "// Generated by `fusekit build`: kernel images and launch descriptions.\n"
+       "#include \"fusekit/package.h\"\n\nnamespace {\n\n";
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const KernelArtifact& a = vs[i].art;
+    // PTX must stay NUL-terminated for cuModuleLoadData.
+    std::string image = a.image;
+    if (a.image_kind == ImageKind::kPtx) image.push_back('\0');
+    t << "const unsigned char kImage" << i << "[" << image.size() << "] = {";
+    for (size_t k = 0; k < image.size(); ++k) {
+      if (k % 24 == 0) t << "\n ";
+      t << static_cast<int>(static_cast<unsigned char>(image[k])) << ",";
+    }
+    t << "\n};\nconst fusekit_param_desc kParams" << i << "[] = {\n";
+    for (const auto& p : a.params)
+      t << "  {" << static_cast<int>(p.kind) << ", " << static_cast<int>(p.type) << ", " << p.index << ", "
+        << c_string(p.kind == KernelParam::Kind::kShape ? p.expr.to_string() : "") << "},\n";
+    t << "};\n\n";
+  }
+  t << "const fusekit_variant_desc kVariants[] = {\n";
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const Variant& v = vs[i];
+    const KernelArtifact& a = v.art;
+    std::string image_size = "sizeof(kImage" + std::to_string(i) + ")";
+    t << "  {" << c_string(v.cand->name) << ", " << static_cast<int>(v.dtype) << ", " << v.bucket << ", " << v.sm
+      << ", " << (a.image_kind == ImageKind::kCubin ? 0 : 1) << ", kImage" << i << ", " << image_size << ", "
+      << c_string(a.entry) << ", {" << a.block[0] << ", " << a.block[1] << ", " << a.block[2] << "}, {"
+      << c_string(a.grid[0].to_string()) << ", " << c_string(a.grid[1].to_string()) << ", "
+      << c_string(a.grid[2].to_string()) << "}, " << a.shared_bytes << ", " << a.pointer_alignment << ", kParams"
+      << i << ", " << a.params.size() << ", " << c_string(a.backend) << ", " << c_string(v.schedule) << ", "
+      << c_string(v.record_id) << ", " << (v.measured ? 1 : 0) << "},\n";
+  }
+  t << "};\n\n}  // namespace\n\n"
+       "fusekit::Package& fusekit_kernels_package() {\n"
+       "  static fusekit::Package package(kVariants, sizeof(kVariants) / sizeof(kVariants[0]));\n"
+       "  return package;\n}\n";
+  return t.str();
+}
+
+std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>>& ops) {
+  std::ostringstream a;
+  a << "// Generated by `fusekit build`: the C entry points.\n"
+       "#include <cstring>\n#include <string>\n\n#include \"fusekit/package.h\"\n#include \"fusekit_kernels.h\"\n\n"
+       "fusekit::Package& fusekit_kernels_package();\n\nnamespace {\n\n"
+       "thread_local std::string last_error;\n\n"
+       "int finish(const fusekit::Status& st) {\n"
+       "  last_error = st.ok() ? std::string() : st.message();\n"
+       "  return static_cast<int>(st.code());\n}\n\n"
+       "// Shape of each op: rank, and per input the axes it is indexed by (bit k = axis k, innermost first; 0 = full).\n"
+       "struct OpShape {\n  const char* op;\n  int rank;\n  int inputs;\n  int outputs;\n  int params;\n"
+       "  unsigned axes[16];\n};\n\nconst OpShape kOps[] = {\n";
+  std::set<std::string> seen;
+  for (const auto& [c, dt] : ops) {
+    if (!seen.insert(c->name).second) continue;
+    if (c->inputs.size() > 16) throw UserError(c->name + ": more than 16 inputs");
+    a << "  {" << c_string(c->name) << ", " << layout_axes(c->layout).size() << ", " << c->inputs.size() << ", "
+      << c->outputs.size() << ", " << c->params.size() << ", {";
+    for (const auto& in : c->inputs) {
+      unsigned mask = 0;
+      for (int ax : in.axes) mask |= 1u << ax;
+      a << mask << "u, ";
+    }
+    a << "}},\n";
+  }
+  a << "};\n\n"
+       "// Builds the launch from a domain (innermost first) and pointers, then launches.\n"
+       "int run(const OpShape& op, fusekit::DType dtype, const void* const* in, void* const* out, const float* params,\n"
+       "        const int64_t* domain_outer_first, CUstream stream) {\n"
+       "  fusekit::LaunchShape s;\n"
+       "  for (int k = op.rank - 1; k >= 0; --k) s.domain.push_back(domain_outer_first[k]);\n"
+       "  fusekit::LaunchArgs a;\n"
+       "  for (int i = 0; i < op.inputs; ++i) {\n"
+       "    std::vector<int64_t> dims;\n"
+       "    for (int k = 0; k < op.rank; ++k)\n"
+       "      if (op.axes[i] == 0 || (op.axes[i] >> k & 1u)) dims.push_back(s.domain[k]);\n"
+       "    s.inputs.push_back(dims);\n"
+       "    a.inputs.push_back(reinterpret_cast<CUdeviceptr>(in[i]));\n  }\n"
+       "  for (int o = 0; o < op.outputs; ++o) {\n"
+       "    s.outputs.push_back(s.domain);\n"
+       "    a.outputs.push_back(reinterpret_cast<CUdeviceptr>(out[o]));\n  }\n"
+       "  a.params.assign(params, params + op.params);\n"
+       "  return finish(fusekit_kernels_package().launch(op.op, dtype, s, a, stream));\n}\n\n"
+       "const OpShape* find_op(const char* name) {\n"
+       "  for (const auto& op : kOps)\n    if (std::strcmp(op.op, name) == 0) return &op;\n  return nullptr;\n}\n\n"
+       "}  // namespace\n\nextern \"C\" {\n\n"
+       "const char* fusekit_last_error(void) { return last_error.c_str(); }\n\n";
+  for (const auto& [c, dt] : ops) {
+    a << signature(*c, dt) << " {\n";
+    // Locals are fk_-prefixed; argument names never are (arg_name).
+    a << "  const void* fk_in[] = {";
+    for (const auto& in : c->inputs) a << arg_name(in.name, c->layout) << ", ";
+    a << "nullptr};\n  void* fk_out[] = {";
+    for (const auto& o : c->outputs) a << arg_name(o, c->layout) << ", ";
+    a << "nullptr};\n  const float fk_params[] = {";
+    for (const auto& p : c->params) a << arg_name(p.name, c->layout) << ", ";
+    a << "0.0f};\n  const int64_t fk_domain[] = {";
+    for (const auto& s : shape_args(c->layout)) a << s << ", ";
+    a << "};\n  return run(*find_op(" << c_string(c->name) << "), static_cast<fusekit::DType>(" << static_cast<int>(dt)
+      << "), fk_in, fk_out, fk_params, fk_domain, stream);\n}\n\n";
+  }
+  a << "int fusekit_launch(const char* op, const char* dtype, const void* const* inputs, int num_inputs,\n"
+       "                   void* const* outputs, int num_outputs, const float* params, int num_params,\n"
+       "                   const int64_t* domain, int rank, CUstream stream) {\n"
+       "  if (!op || !dtype) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"null op or dtype\"));\n"
+       "  const OpShape* s = find_op(op);\n"
+       "  if (!s) return finish(fusekit::Status(fusekit::StatusCode::kNotFound, std::string(\"no op '\") + op + \"' in this package\"));\n"
+       "  auto dt = fusekit::parse_dtype(dtype);\n"
+       "  if (!dt) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, std::string(\"unknown dtype '\") + dtype + \"'\"));\n"
+       "  if (num_inputs != s->inputs || num_outputs != s->outputs || num_params != s->params || rank != s->rank)\n"
+       "    return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument,\n"
+       "        std::string(op) + \" takes \" + std::to_string(s->inputs) + \" inputs, \" + std::to_string(s->outputs) +\n"
+       "        \" outputs, \" + std::to_string(s->params) + \" parameters and a rank-\" + std::to_string(s->rank) + \" domain\"));\n"
+       "  if (!domain || (s->inputs && !inputs) || (s->outputs && !outputs) || (s->params && !params))\n"
+       "    return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"null argument array\"));\n"
+       "  return run(*s, *dt, inputs, outputs, params, domain, stream);\n}\n\n"
+       "int fusekit_explain(const char* op, const char* dtype, int64_t elements, int pointer_alignment,\n"
+       "                    char* buffer, size_t size) {\n"
+       "  auto dt = dtype ? fusekit::parse_dtype(dtype) : std::nullopt;\n"
+       "  if (!op || !dt) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"unknown op or dtype\"));\n"
+       "  fusekit::Selection sel;\n"
+       "  fusekit::Status st = fusekit_kernels_package().explain(op, *dt, elements, pointer_alignment, &sel);\n"
+       "  if (st.ok() && buffer && size) {\n"
+       "    std::string d = sel.describe();\n"
+       "    std::strncpy(buffer, d.c_str(), size - 1);\n    buffer[size - 1] = '\\0';\n  }\n"
+       "  return finish(st);\n}\n\n}  // extern \"C\"\n";
+  return a.str();
+}
+
+std::string write_cmake_config() {
+  return R"cmake(# fusekit_kernelsConfig.cmake: generated by `fusekit build`.
+#   find_package(fusekit_kernels REQUIRED)
+#   target_link_libraries(app PRIVATE fusekit::kernels)         # static
+#   target_link_libraries(app PRIVATE fusekit::kernels_shared)  # shared
+include(CMakeFindDependencyMacro)
+find_dependency(Threads)
+get_filename_component(_fusekit_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET fusekit::kernels)
+  add_library(fusekit::kernels STATIC IMPORTED)
+  set_target_properties(fusekit::kernels PROPERTIES
+    IMPORTED_LOCATION "${_fusekit_prefix}/lib/libfusekit_kernels.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${_fusekit_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "Threads::Threads;${CMAKE_DL_LIBS}")
+  add_library(fusekit::kernels_shared SHARED IMPORTED)
+  set_target_properties(fusekit::kernels_shared PROPERTIES
+    IMPORTED_LOCATION "${_fusekit_prefix}/lib/libfusekit_kernels.so"
+    INTERFACE_INCLUDE_DIRECTORIES "${_fusekit_prefix}/include")
+endif()
+unset(_fusekit_prefix)
+)cmake";
+}
+
+void run_command(const std::string& cmd, const fs::path& log) {
+  const std::string full = cmd + " > " + log.string() + " 2>&1";
+  if (std::system(full.c_str()) != 0) {
+    std::ifstream f(log);
+    std::stringstream s;
+    s << f.rdbuf();
+    std::string text = s.str();
+    if (text.size() > 3000) text = "..." + text.substr(text.size() - 3000);
+    throw UserError("package build step failed: " + cmd + "\n" + text);
+  }
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+void compile_package(const EmitOptions& o, const fs::path& out) {
+  const fs::path src = out / "src", obj = out / "src" / "obj", lib = out / "lib";
+  fs::create_directories(obj);
+  fs::create_directories(lib);
+  const std::string flags = "-std=c++17 -O2 -fPIC -I" + quote((out / "include").string()) + " -I" +
+                            quote(o.runtime_include) + " -I" + quote(o.cuda_include);
+  for (const char* f : {"fusekit_kernels_table", "fusekit_kernels_api"})
+    run_command(o.cxx + " " + flags + " -c " + quote((src / (std::string(f) + ".cpp")).string()) + " -o " +
+                    quote((obj / (std::string(f) + ".o")).string()),
+                obj / (std::string(f) + ".log"));
+  const fs::path rt = obj / "runtime";
+  fs::remove_all(rt);
+  fs::create_directories(rt);
+  run_command("cd " + quote(rt.string()) + " && ar x " + quote(o.runtime_library), obj / "ar_x.log");
+  const std::string objects = quote((obj / "fusekit_kernels_table.o").string()) + " " +
+                              quote((obj / "fusekit_kernels_api.o").string()) + " " + quote(rt.string()) + "/*.o";
+  fs::remove(lib / "libfusekit_kernels.a");
+  run_command("ar rcs " + quote((lib / "libfusekit_kernels.a").string()) + " " + objects, obj / "ar.log");
+  run_command(o.cxx + " -shared -o " + quote((lib / "libfusekit_kernels.so").string()) + " " + objects +
+                  " -ldl -lpthread",
+              obj / "link.log");
+}
+
+}  // namespace
+
+EmitReport emit_library(const TuneDb& db, const EmitOptions& o) {
+  if (o.archs.empty()) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
+  if (o.out_dir.empty()) throw UserError("build needs --out DIR");
+  for (const Arch& a : o.archs) require_arch(a.name());
+  EmitReport report;
+  std::vector<Variant> variants = collect_variants(db, o, &report);
+  if (variants.empty())
+    throw UserError("the database has no verified or modeled records for the requested ops; run `fusekit tune` first");
+  report.variants = variants.size();
+
+  std::vector<std::pair<const FusionCandidate*, DType>> ops;
+  for (const auto& v : variants)
+    if (std::find(ops.begin(), ops.end(), std::make_pair(v.cand, v.dtype)) == ops.end()) ops.push_back({v.cand, v.dtype});
+
+  const fs::path out(o.out_dir);
+  write_file(out / "include" / "fusekit_kernels.h", write_header(ops));
+  write_file(out / "src" / "fusekit_kernels_table.cpp", write_table(variants));
+  write_file(out / "src" / "fusekit_kernels_api.cpp", write_api(ops));
+  write_file(out / "lib" / "cmake" / "fusekit_kernels" / "fusekit_kernelsConfig.cmake", write_cmake_config());
+
+  nlohmann::json manifest;
+  manifest["generator"] = "fusekit build";
+  manifest["archs"] = nlohmann::json::array();
+  for (const Arch& a : o.archs) manifest["archs"].push_back(a.name());
+  manifest["variants"] = nlohmann::json::array();
+  for (const auto& v : variants) {
+    const std::string ext = v.art.image_kind == ImageKind::kCubin ? ".cubin" : ".ptx";
+    write_file(out / "share" / "fusekit_kernels" / "kernels" / (v.art.entry + ext), v.art.image);
+    manifest["variants"].push_back({
+        {"op", v.cand->name}, {"dtype", dtype_name(v.dtype)},
+        {"arch", v.sm ? "sm_" + std::to_string(v.sm) : "ptx (compute_75)"},
+        {"image", image_kind_name(v.art.image_kind)}, {"entry", v.art.entry},
+        {"shape_bucket", v.bucket >= 0 ? "n<=2^" + std::to_string(v.bucket) : "generic"},
+        {"backend", v.art.backend}, {"params", v.schedule}, {"record_id", v.record_id},
+        {"provenance", v.record_id.empty() ? "generic (not tuned)" : v.measured ? "measured" : "modeled"},
+        {"measured_on", v.gpu_name}, {"pointer_alignment", v.art.pointer_alignment}});
+  }
+  manifest["notes"] = report.notes;
+  write_file(out / "share" / "fusekit_kernels" / "manifest.json", manifest.dump(1) + "\n");
+  compile_package(o, out);
+  return report;
+}
+
+}  // namespace fusekit

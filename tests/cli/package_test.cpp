@@ -1,0 +1,151 @@
+// `fusekit build` end to end on the CPU: a database made here (modeled
+// records for three archs), the package it emits, the cubins' arch, the shared
+// library's dependencies, and an application built against the package.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result sh(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+int elf_sm(const fs::path& cubin) {
+  std::ifstream f(cubin, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (s.size() < 52 || s.compare(0, 4, "\x7f" "ELF") != 0) return -1;
+  uint32_t flags;
+  std::memcpy(&flags, s.data() + 48, 4);
+  return static_cast<int>((flags >> 8) & 0xff);
+}
+
+class Package : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("fusekit_package_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "t.db").string();
+    for (const char* arch : {"sm_80", "sm_86", "sm_90"}) {
+      Result r = sh(std::string(FUSEKIT_BINARY) + " tune --arch " + arch +
+                    " --pattern relu_add,bias_gelu --dtype f32,bf16 --sizes 4096,1048576 --budget 2 --db " + db_);
+      ASSERT_EQ(r.code, 0) << r.out;
+    }
+    build_ = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_80,sm_86,sm_90 --pattern relu_add,bias_gelu --db " +
+                db_ + " --out " + (dir_ / "pkg").string());
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path dir_;
+  static std::string db_;
+  static Result build_;
+};
+fs::path Package::dir_;
+std::string Package::db_;
+Result Package::build_;
+
+TEST_F(Package, HoldsLibrariesHeaderManifestAndCMakePackage) {
+  ASSERT_EQ(build_.code, 0) << build_.out;
+  const fs::path pkg = dir_ / "pkg";
+  for (const char* f : {"include/fusekit_kernels.h", "lib/libfusekit_kernels.a", "lib/libfusekit_kernels.so",
+                        "lib/cmake/fusekit_kernels/fusekit_kernelsConfig.cmake", "share/fusekit_kernels/manifest.json"})
+    EXPECT_TRUE(fs::exists(pkg / f)) << f;
+  std::ifstream h(pkg / "include/fusekit_kernels.h");
+  std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  EXPECT_NE(header.find("int fusekit_relu_add_f32(const float* x, const float* y, float* out, int64_t count, CUstream stream);"),
+            std::string::npos);
+  EXPECT_NE(header.find("int fusekit_bias_gelu_bf16(const uint16_t* x, const uint16_t* b, uint16_t* out, int64_t rows, "
+                        "int64_t cols, CUstream stream);"),
+            std::string::npos);
+  EXPECT_NE(header.find("int fusekit_launch("), std::string::npos);
+  EXPECT_NE(header.find("int fusekit_explain("), std::string::npos);
+}
+
+TEST_F(Package, HasACubinForEveryRequestedArchAndPortablePtx) {
+  ASSERT_EQ(build_.code, 0) << build_.out;
+  nlohmann::json m;
+  std::ifstream(dir_ / "pkg/share/fusekit_kernels/manifest.json") >> m;
+  std::map<std::string, int> cubins;
+  int ptx = 0, generic = 0, modeled = 0;
+  for (const auto& v : m["variants"]) {
+    const std::string arch = v["arch"], image = v["image"], entry = v["entry"];
+    const fs::path file = dir_ / "pkg/share/fusekit_kernels/kernels" / (entry + (image == "cubin" ? ".cubin" : ".ptx"));
+    ASSERT_TRUE(fs::exists(file)) << file;
+    if (image == "cubin") {
+      const int expect = std::stoi(arch.substr(3), nullptr, 10);
+      EXPECT_EQ(elf_sm(file), expect) << file;  // e_flags bits 8-15: 0x50, 0x56, 0x5a
+      ++cubins[arch];
+    } else if (arch.rfind("ptx", 0) == 0) {
+      ++ptx;
+    }
+    generic += v["shape_bucket"] == "generic" && image == "cubin";
+    modeled += v["provenance"] == "modeled";
+  }
+  EXPECT_GT(cubins["sm_80"], 0);
+  EXPECT_GT(cubins["sm_86"], 0);
+  EXPECT_GT(cubins["sm_90"], 0);
+  EXPECT_GT(ptx, 0);
+  EXPECT_EQ(generic, 4 * 3);  // a generic cubin per (2 ops x 2 dtypes) x 3 archs
+  EXPECT_GT(modeled, 0);
+  EXPECT_FALSE(m["notes"].empty());  // modeled archs are flagged
+}
+
+TEST_F(Package, SharedLibraryNeedsNoCompilerLibraries) {
+  ASSERT_EQ(build_.code, 0) << build_.out;
+  Result r = sh("ldd " + (dir_ / "pkg/lib/libfusekit_kernels.so").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* lib : {"Halide", "LLVM", "nvrtc", "boost", "sqlite", "libcuda"})
+    EXPECT_EQ(r.out.find(lib), std::string::npos) << lib << " in\n" << r.out;
+  Result syms = sh("nm -D --defined-only " + (dir_ / "pkg/lib/libfusekit_kernels.so").string());
+  EXPECT_NE(syms.out.find("fusekit_relu_add_f32"), std::string::npos);
+  EXPECT_NE(syms.out.find("fusekit_bias_gelu_bf16"), std::string::npos);
+}
+
+TEST_F(Package, AnApplicationBuildsAgainstItWithFindPackage) {
+  ASSERT_EQ(build_.code, 0) << build_.out;
+  if (sh("command -v nvcc || test -x /usr/local/cuda/bin/nvcc").code != 0) GTEST_SKIP() << "no nvcc to build the example";
+  const std::string b = (dir_ / "example").string();
+  Result conf = sh("cmake -S " FUSEKIT_SOURCE_DIR "/examples/fused_relu_add -B " + b + " -DCMAKE_PREFIX_PATH=" +
+                   (dir_ / "pkg").string() + " -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc");
+  ASSERT_EQ(conf.code, 0) << conf.out;
+  Result build = sh("cmake --build " + b);
+  ASSERT_EQ(build.code, 0) << build.out;
+  EXPECT_TRUE(fs::exists(fs::path(b) / "fused_relu_add"));
+}
+
+TEST_F(Package, BuildErrorsNameWhatIsMissing) {
+  Result r = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_75 --pattern relu_add --db " + db_ + " --out " +
+                (dir_ / "p2").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("none for sm_75; run `fusekit tune --arch sm_75"), std::string::npos) << r.out;
+  r = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_90 --db " + db_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("build needs --out DIR"), std::string::npos) << r.out;
+  r = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_90 --pattern silu_mul --db " + db_ + " --out " +
+         (dir_ / "p3").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("no verified or modeled records"), std::string::npos) << r.out;
+}
+
+}  // namespace
