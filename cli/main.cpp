@@ -306,9 +306,13 @@ int cmd_build(const po::variables_map& vm) {
   o.out_dir = vm["out"].as<std::string>();
   o.candidates = selected_candidates(vm);
   o.cxx = vm["cxx"].as<std::string>();
-  o.runtime_library = FUSEKIT_RUNTIME_LIBRARY;
-  o.runtime_include = FUSEKIT_RUNTIME_INCLUDE;
-  o.cuda_include = FUSEKIT_CUDA_INCLUDE;
+  o.runtime_library = vm["runtime-lib"].as<std::string>();
+  o.runtime_include = vm["runtime-include"].as<std::string>();
+  o.cuda_include = vm["cuda-include"].as<std::string>();
+  for (const auto& [flag, path] : {std::pair{"--runtime-lib", o.runtime_library}, {"--runtime-include", o.runtime_include},
+                                   {"--cuda-include", o.cuda_include}})
+    if (access(path.c_str(), R_OK) != 0)
+      throw UserError(std::string("cannot read ") + path + " (" + flag + "); pass " + flag + " with the right path");
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
   if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE or run tune first");
   auto db = open_sqlite_db(path);
@@ -358,6 +362,10 @@ int run(int argc, char** argv) {
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
       ("out", po::value<std::string>(), "package folder for `build`")
       ("cxx", po::value<std::string>()->default_value("c++"), "C++ compiler `build` uses for the package")
+      ("runtime-lib", po::value<std::string>()->default_value(FUSEKIT_RUNTIME_LIBRARY),
+       "libfusekit_runtime.a `build` links into packages")
+      ("runtime-include", po::value<std::string>()->default_value(FUSEKIT_RUNTIME_INCLUDE), "its headers")
+      ("cuda-include", po::value<std::string>()->default_value(FUSEKIT_CUDA_INCLUDE), "the folder holding cuda.h")
       ("params", po::value<std::string>()->default_value("ept=2 fast=0 grid=0 threads=256 vec=4"), "schedule for `source`")
       ("command", po::value<std::vector<std::string>>(), "command");
   po::positional_options_description pos;

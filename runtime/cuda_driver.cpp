@@ -71,6 +71,12 @@ Loaded load() {
   bind(lib, "cuEventRecord", &d.cuEventRecord, &missing);
   bind(lib, "cuEventSynchronize", &d.cuEventSynchronize, &missing);
   bind(lib, "cuEventElapsedTime", &d.cuEventElapsedTime, &missing);
+  bind(lib, "cuStreamBeginCapture_v2", &d.cuStreamBeginCapture, &missing);
+  bind(lib, "cuStreamEndCapture", &d.cuStreamEndCapture, &missing);
+  bind(lib, "cuGraphInstantiateWithFlags", &d.cuGraphInstantiateWithFlags, &missing);
+  bind(lib, "cuGraphLaunch", &d.cuGraphLaunch, &missing);
+  bind(lib, "cuGraphExecDestroy", &d.cuGraphExecDestroy, &missing);
+  bind(lib, "cuGraphDestroy", &d.cuGraphDestroy, &missing);
   bind(lib, "cuGetErrorName", &d.cuGetErrorName, &missing);
   bind(lib, "cuGetErrorString", &d.cuGetErrorString, &missing);
   if (!missing.empty()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "fusekit/cuda_driver.h"
 #include "fusekit/shape_bucket.h"
@@ -26,82 +27,74 @@ int common_alignment(const std::vector<CUdeviceptr>& pointers) {
   return align;
 }
 
+// Allocation-free: a few passes over the table (it is small), strings only
+// on the error paths.
 Status select_variant(const fusekit_variant_desc* table, size_t count, const std::string& op, DType dtype,
                       const DeviceProps& device, int64_t elements, int pointer_alignment, Selection* out) {
-  std::vector<const fusekit_variant_desc*> mine;
-  bool op_known = false;
-  std::string dtypes;
+  const int dt = static_cast<int>(dtype);
+  const char* op_name = op.c_str();
+  bool op_known = false, dtype_known = false, exact = false, ptx = false;
+  int same_major = 0;
   for (size_t i = 0; i < count; ++i) {
-    if (op != table[i].op) continue;
+    const fusekit_variant_desc& v = table[i];
+    if (std::strcmp(v.op, op_name) != 0) continue;
     op_known = true;
-    const std::string d = dtype_name(static_cast<DType>(table[i].dtype));
-    if (dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : " ") + d;
-    if (table[i].dtype == static_cast<int>(dtype)) mine.push_back(&table[i]);
+    if (v.dtype != dt) continue;
+    dtype_known = true;
+    exact |= v.sm == device.sm;
+    ptx |= v.sm == 0;
+    if (v.image_kind == 0 && v.sm / 10 == device.sm / 10 && v.sm % 10 <= device.sm % 10 && v.sm > same_major)
+      same_major = v.sm;
   }
   if (!op_known) return Status(StatusCode::kNotFound, "the package has no op '" + op + "'");
-  if (mine.empty())
+  if (!dtype_known) {
+    std::string dtypes;
+    for (size_t i = 0; i < count; ++i) {
+      const std::string d = dtype_name(static_cast<DType>(table[i].dtype));
+      if (op == table[i].op && dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : " ") + d;
+    }
     return Status(StatusCode::kNotSupported, "op '" + op + "' was not built for " + dtype_name(dtype) +
                                                  "; the package has: " + dtypes);
-  // Arch.
-  std::vector<const fusekit_variant_desc*> pool;
-  const char* arch_step = "";
-  for (auto* v : mine)
-    if (v->sm == device.sm) pool.push_back(v);
-  if (!pool.empty()) {
-    arch_step = "exact arch";
-  } else {
-    int best_sm = 0;
-    for (auto* v : mine)
-      if (v->image_kind == 0 && v->sm / 10 == device.sm / 10 && v->sm % 10 <= device.sm % 10 && v->sm > best_sm)
-        best_sm = v->sm;
-    if (best_sm) {
-      for (auto* v : mine)
-        if (v->sm == best_sm && v->image_kind == 0) pool.push_back(v);
-      arch_step = "same-major cubin";
-    } else {
-      for (auto* v : mine)
-        if (v->sm == 0) pool.push_back(v);
-      arch_step = "ptx jit";
-    }
   }
-  if (pool.empty()) {
+  int want_sm;
+  const char* arch_step;
+  if (exact) { want_sm = device.sm; arch_step = "exact arch"; }
+  else if (same_major) { want_sm = same_major; arch_step = "same-major cubin"; }
+  else if (ptx) { want_sm = 0; arch_step = "ptx jit"; }
+  else {
     std::string archs;
-    for (auto* v : mine)
-      if (archs.find(std::to_string(v->sm)) == std::string::npos) archs += " sm_" + std::to_string(v->sm);
+    for (size_t i = 0; i < count; ++i)
+      if (op == table[i].op && table[i].dtype == dt && archs.find(std::to_string(table[i].sm)) == std::string::npos)
+        archs += " sm_" + std::to_string(table[i].sm);
     return Status(StatusCode::kNotSupported, "no code for sm_" + std::to_string(device.sm) + " in op '" + op +
                                                  "' (package has" + archs + "); rebuild it with --arch sm_" +
                                                  std::to_string(device.sm));
   }
-  // Alignment.
-  std::vector<const fusekit_variant_desc*> aligned;
-  for (auto* v : pool)
-    if (v->pointer_alignment <= pointer_alignment) aligned.push_back(v);
-  if (aligned.empty())
-    return Status(StatusCode::kInvalidArgument, "tensor pointers are only " + std::to_string(pointer_alignment) +
-                                                    "-byte aligned; op '" + op + "' needs element alignment");
-  // Shape.
+  // Shape, among variants of that arch whose alignment the pointers meet:
+  // exact bucket, else nearest (ties to the larger), else generic.
   const int b = shape_bucket_log2(elements);
-  const fusekit_variant_desc* pick = nullptr;
-  const char* shape_step = "";
-  for (auto* v : aligned)
-    if (v->bucket_log2 == b) { pick = v; shape_step = "exact bucket"; break; }
-  if (!pick) {
-    int best = 1 << 30;
-    for (auto* v : aligned) {
-      if (v->bucket_log2 < 0) continue;
-      const int d = std::abs(v->bucket_log2 - b) * 2 - (v->bucket_log2 > b ? 1 : 0);  // ties: larger bucket
-      if (d < best) { best = d; pick = v; shape_step = "nearest bucket"; }
+  const fusekit_variant_desc* nearest = nullptr;
+  const fusekit_variant_desc* generic = nullptr;
+  int nearest_distance = 1 << 30;
+  for (size_t i = 0; i < count; ++i) {
+    const fusekit_variant_desc& v = table[i];
+    if (v.sm != want_sm || v.dtype != dt || v.pointer_alignment > pointer_alignment) continue;
+    if (std::strcmp(v.op, op_name) != 0) continue;
+    if (v.bucket_log2 == b) {
+      *out = Selection{&v, arch_step, "exact bucket"};
+      return Status();
     }
+    if (v.bucket_log2 < 0) {
+      if (!generic) generic = &v;
+      continue;
+    }
+    const int d = std::abs(v.bucket_log2 - b) * 2 - (v.bucket_log2 > b ? 1 : 0);
+    if (d < nearest_distance) { nearest_distance = d; nearest = &v; }
   }
-  if (!pick) {
-    for (auto* v : aligned)
-      if (v->bucket_log2 < 0) { pick = v; shape_step = "generic"; break; }
-  }
-  if (!pick) return Status(StatusCode::kInternal, "op '" + op + "' has no usable variant");
-  out->variant = pick;
-  out->arch_step = arch_step;
-  out->shape_step = shape_step;
-  return Status();
+  if (nearest) { *out = Selection{nearest, arch_step, "nearest bucket"}; return Status(); }
+  if (generic) { *out = Selection{generic, arch_step, "generic"}; return Status(); }
+  return Status(StatusCode::kInvalidArgument, "tensor pointers are only " + std::to_string(pointer_alignment) +
+                                                  "-byte aligned; op '" + op + "' needs element alignment");
 }
 
 Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* a) {

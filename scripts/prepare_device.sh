@@ -6,9 +6,11 @@ set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$root/.device/bin" "$root/.device/debs"
-for b in cli/fusekit tests/gpu_test bench/copy_bandwidth; do
+for b in cli/fusekit tests/gpu_test bench/copy_bandwidth bench/dispatch_bench; do
   strip -o "$root/.device/bin/$(basename "$b")" "$root/$build/$b"
 done
+mkdir -p "$root/.device/lib"
+cp "$root/$build/runtime/libfusekit_runtime.a" "$root/.device/lib/"
 cd "$root/.device/debs"
 if ! ls libhalide14-0_*.deb >/dev/null 2>&1; then
   apt-get download libhalide14-0 libllvm14 libz3-4 libboost-program-options1.74.0 libicu72 libxxhash0 \
