@@ -1,6 +1,8 @@
 // Host cost of the dispatch runtime (Google Benchmark).
 //
 //   BM_SelectVariant     selection alone, fake device, a 3-arch package table
+//   BM_PackageLaunchHostOnly  Package::launch against a fake driver: our host work
+//                        without the driver's (0: shapes prepared once, 1: per call)
 //   BM_RawLaunch         cuLaunchKernel of sigmoid_mul_tanh_add f32, 4096 elements,
 //                        back to back on one stream (the floor)
 //   BM_PackageLaunch     the same kernel through Package::launch (selection, cached
@@ -18,6 +20,7 @@
 #include "fusekit/package.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
+#include "tests/runtime/fake_driver.h"
 
 namespace fusekit {
 namespace {
@@ -78,6 +81,53 @@ void BM_SelectVariant(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SelectVariant);
+
+// The package path's host work alone: a fake driver whose cuLaunchKernel
+// returns at once. Arg 0: shapes and pointers prepared once; arg 1: filled per
+// call into per-thread objects, as the generated C entry points do.
+void BM_PackageLaunchHostOnly(benchmark::State& state) {
+  static Table table = [] {
+    Table t;
+    t.artifacts.reserve(4);
+    t.params.reserve(4);
+    t.texts.reserve(4);
+    t.add(build(require_arch("sm_90")), "sigmoid_mul_tanh_add", 90, 12);
+    return t;
+  }();
+  fake::state() = fake::State{};
+  fake::state().record = false;
+  Package package(table.variants.data(), table.variants.size(), &fake::driver());
+  const bool per_call = state.range(0) != 0;
+  LaunchShape shape;
+  LaunchArgs args;
+  auto prepare = [&](int64_t n) {
+    shape.domain = {n};
+    shape.inputs = {{n}, {n}, {n}};
+    shape.outputs = {{n}};
+    args.inputs = {0x10000000, 0x10100000, 0x10200000};
+    args.outputs = {0x10300000};
+  };
+  prepare(4096);
+  for (auto _ : state) {
+    if (per_call) {
+      // What a generated entry point does per call (objects reused per thread).
+      thread_local LaunchShape s;
+      thread_local LaunchArgs a;
+      s.domain.resize(1);
+      s.domain[0] = 4096;
+      s.inputs.resize(3);
+      for (auto& dims : s.inputs) dims.assign(1, 4096);
+      s.outputs.resize(1);
+      s.outputs[0] = s.domain;
+      a.inputs.assign({0x10000000, 0x10100000, 0x10200000});
+      a.outputs.assign({0x10300000});
+      benchmark::DoNotOptimize(package.launch("sigmoid_mul_tanh_add", DType::kF32, s, a, nullptr));
+    } else {
+      benchmark::DoNotOptimize(package.launch("sigmoid_mul_tanh_add", DType::kF32, shape, args, nullptr));
+    }
+  }
+}
+BENCHMARK(BM_PackageLaunchHostOnly)->Arg(0)->Arg(1);
 
 // GPU state shared by the launch benchmarks.
 struct Gpu {

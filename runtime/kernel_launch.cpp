@@ -96,70 +96,85 @@ Status LoadedKernel::load(const CudaDriver& driver, const KernelArtifact& artifa
   return Status();
 }
 
-Status launch_kernel(const CudaDriver& driver, const KernelArtifact& artifact, CUfunction function,
-                     const LaunchShape& shape, const LaunchArgs& args, CUstream stream) {
+Status prepare_launch(const KernelArtifact& artifact, const LaunchShape& shape, PreparedLaunch* out) {
   auto lookup = [&](const std::string& name, int64_t* v) { return lookup_shape_symbol(shape, name, v); };
-  int64_t grid[3];
   for (int i = 0; i < 3; ++i) {
-    Status st = artifact.grid[i].evaluate(lookup, &grid[i]);
+    int64_t g = 0;
+    Status st = artifact.grid[i].evaluate(lookup, &g);
     if (!st.ok()) return st;
-    if (grid[i] <= 0 || grid[i] > (i == 0 ? 2147483647LL : 65535LL))
+    if (g <= 0 || g > (i == 0 ? 2147483647LL : 65535LL))
       return Status(StatusCode::kInvalidArgument,
-                    "grid dimension " + std::to_string(i) + " = " + std::to_string(grid[i]) + " out of range");
+                    "grid dimension " + std::to_string(i) + " = " + std::to_string(g) + " out of range");
+    out->grid[i] = static_cast<unsigned>(g);
   }
-  // One 8-byte slot per argument: every type fits, and the pointers stay valid.
+  if (artifact.params.size() > PreparedLaunch::kMaxParams)
+    return Status(StatusCode::kNotSupported, "more than 64 kernel parameters");
+  out->num_params = static_cast<int>(artifact.params.size());
+  for (size_t i = 0; i < artifact.params.size(); ++i) {
+    out->shape_values[i] = 0;
+    const KernelParam& p = artifact.params[i];
+    if (p.kind != KernelParam::Kind::kShape) continue;
+    int64_t v = 0;
+    Status st = p.expr.evaluate(lookup, &v);
+    if (!st.ok()) return st;
+    uint64_t bits = 0;
+    if (p.type == KernelParam::Type::kBool) {
+      bits = v != 0;
+    } else if (p.type == KernelParam::Type::kI32) {
+      if (v < INT32_MIN || v > INT32_MAX)
+        return Status(StatusCode::kNotSupported, "shape argument " + p.expr.to_string() + " = " + std::to_string(v) +
+                                                     " overflows int32");
+      const int32_t v32 = static_cast<int32_t>(v);
+      std::memcpy(&bits, &v32, sizeof(v32));
+    } else {
+      std::memcpy(&bits, &v, sizeof(v));
+    }
+    out->shape_values[i] = bits;
+  }
+  return Status();
+}
+
+Status launch_prepared(const CudaDriver& driver, const KernelArtifact& artifact, CUfunction function,
+                       const PreparedLaunch& prepared, const LaunchArgs& args, CUstream stream) {
+  // One 8-byte slot per argument: every type fits (little endian), and the
+  // pointers stay valid through the call.
   const size_t count = artifact.params.size();
-  uint64_t storage[64];
-  void* pointers[64];
-  if (count > 64) return Status(StatusCode::kNotSupported, "more than 64 kernel parameters");
+  uint64_t storage[PreparedLaunch::kMaxParams];
+  void* pointers[PreparedLaunch::kMaxParams];
+  if (static_cast<int>(count) != prepared.num_params)
+    return Status(StatusCode::kInternal, "prepared launch does not match " + artifact.entry);
   for (size_t i = 0; i < count; ++i) {
     const KernelParam& p = artifact.params[i];
-    storage[i] = 0;
-    void* slot = &storage[i];
-    switch (p.kind) {
-      case KernelParam::Kind::kInput:
-      case KernelParam::Kind::kOutput: {
-        const auto& list = p.kind == KernelParam::Kind::kInput ? args.inputs : args.outputs;
-        if (p.index < 0 || p.index >= static_cast<int>(list.size()))
-          return Status(StatusCode::kInvalidArgument, "kernel wants tensor " + std::to_string(p.index) +
-                                                          " of " + param_kind_name(p.kind) + "s; call has " +
-                                                          std::to_string(list.size()));
-        uint64_t ptr = list[p.index];
-        std::memcpy(slot, &ptr, sizeof(ptr));
-        break;
-      }
-      case KernelParam::Kind::kScalarParam: {
-        if (p.index < 0 || p.index >= static_cast<int>(args.params.size()))
-          return Status(StatusCode::kInvalidArgument, "missing scalar parameter " + std::to_string(p.index));
-        std::memcpy(slot, &args.params[p.index], sizeof(float));
-        break;
-      }
-      case KernelParam::Kind::kShape: {
-        int64_t v = 0;
-        Status st = p.expr.evaluate(lookup, &v);
-        if (!st.ok()) return st;
-        if (p.type == KernelParam::Type::kBool) {
-          uint8_t b = v != 0;
-          std::memcpy(slot, &b, sizeof(b));
-        } else if (p.type == KernelParam::Type::kI32) {
-          if (v < INT32_MIN || v > INT32_MAX)
-            return Status(StatusCode::kNotSupported, "shape argument " + p.expr.to_string() + " = " +
-                                                         std::to_string(v) + " overflows int32");
-          int32_t v32 = static_cast<int32_t>(v);
-          std::memcpy(slot, &v32, sizeof(v32));
-        } else {
-          std::memcpy(slot, &v, sizeof(v));
-        }
-        break;
-      }
+    uint64_t bits = prepared.shape_values[i];
+    if (p.kind == KernelParam::Kind::kInput || p.kind == KernelParam::Kind::kOutput) {
+      const auto& list = p.kind == KernelParam::Kind::kInput ? args.inputs : args.outputs;
+      if (p.index < 0 || p.index >= static_cast<int>(list.size()))
+        return Status(StatusCode::kInvalidArgument, "kernel wants tensor " + std::to_string(p.index) + " of " +
+                                                        param_kind_name(p.kind) + "s; call has " +
+                                                        std::to_string(list.size()));
+      bits = list[p.index];
+    } else if (p.kind == KernelParam::Kind::kScalarParam) {
+      if (p.index < 0 || p.index >= static_cast<int>(args.params.size()))
+        return Status(StatusCode::kInvalidArgument, "missing scalar parameter " + std::to_string(p.index));
+      bits = 0;
+      std::memcpy(&bits, &args.params[p.index], sizeof(float));
     }
-    pointers[i] = slot;
+    storage[i] = bits;
+    pointers[i] = &storage[i];
   }
-  CUresult r = driver.cuLaunchKernel(function, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
-                                     static_cast<unsigned>(grid[2]), artifact.block[0], artifact.block[1],
-                                     artifact.block[2], artifact.shared_bytes, stream, pointers, nullptr);
+  CUresult r = driver.cuLaunchKernel(function, prepared.grid[0], prepared.grid[1], prepared.grid[2], artifact.block[0],
+                                     artifact.block[1], artifact.block[2], artifact.shared_bytes, stream, pointers,
+                                     nullptr);
   if (r != CUDA_SUCCESS) return cuda_status(driver, r, "cuLaunchKernel", artifact.entry);
   return Status();
+}
+
+Status launch_kernel(const CudaDriver& driver, const KernelArtifact& artifact, CUfunction function,
+                     const LaunchShape& shape, const LaunchArgs& args, CUstream stream) {
+  PreparedLaunch prepared;
+  Status st = prepare_launch(artifact, shape, &prepared);
+  if (!st.ok()) return st;
+  return launch_prepared(driver, artifact, function, prepared, args, stream);
 }
 
 }  // namespace fusekit

@@ -134,9 +134,15 @@ struct Package::Loaded {
   DeviceProps props;
   KernelArtifact artifact;
   LoadedKernel kernel;
+  // The last shape launched with and its evaluated grid and shape arguments:
+  // back-to-back calls of one shape skip the evaluation.
+  bool have_prepared = false;
+  LaunchShape prepared_shape;
+  PreparedLaunch prepared;
 };
 
-Package::Package(const fusekit_variant_desc* table, size_t count) : table_(table), count_(count) {}
+Package::Package(const fusekit_variant_desc* table, size_t count, const CudaDriver* driver)
+    : table_(table), count_(count), driver_(driver) {}
 Package::~Package() = default;  // modules die with their contexts; unloading here could race context teardown
 
 Status Package::device_props(const CudaDriver& d, CUcontext ctx, DeviceProps* props) {
@@ -156,12 +162,10 @@ Status Package::device_props(const CudaDriver& d, CUcontext ctx, DeviceProps* pr
   return Status();
 }
 
-Status Package::function_for(const CudaDriver& d, CUcontext ctx, const fusekit_variant_desc* v,
-                             const KernelArtifact** artifact, CUfunction* fn) {
+Status Package::function_for(const CudaDriver& d, CUcontext ctx, const fusekit_variant_desc* v, Loaded** out) {
   for (const auto& l : loaded_)
     if (l->ctx == ctx && l->variant == v) {
-      *artifact = &l->artifact;
-      *fn = l->kernel.function();
+      *out = l.get();
       return Status();
     }
   auto l = std::make_unique<Loaded>();
@@ -171,28 +175,28 @@ Status Package::function_for(const CudaDriver& d, CUcontext ctx, const fusekit_v
   if (!st.ok()) return st;
   st = l->kernel.load(d, l->artifact);
   if (!st.ok()) return st;
-  *artifact = &l->artifact;
-  *fn = l->kernel.function();
+  *out = l.get();
   loaded_.push_back(std::move(l));
   return Status();
 }
 
-namespace {
-Status current_context(const CudaDriver** d, CUcontext* ctx) {
-  Status st = load_cuda_driver(d);
-  if (!st.ok()) return st;
+Status Package::driver_and_context(const CudaDriver** d, CUcontext* ctx) const {
+  *d = driver_;
+  if (!*d) {
+    Status st = load_cuda_driver(d);
+    if (!st.ok()) return st;
+  }
   FUSEKIT_CU_RETURN(**d, cuCtxGetCurrent(ctx), "");
   if (!*ctx)
     return Status(StatusCode::kInvalidArgument,
                   "no current CUDA context; make one current (cuCtxSetCurrent / cudaSetDevice) before calling");
   return Status();
 }
-}  // namespace
 
 Status Package::explain(const std::string& op, DType dtype, int64_t elements, int pointer_alignment, Selection* out) {
   const CudaDriver* d = nullptr;
   CUcontext ctx = nullptr;
-  Status st = current_context(&d, &ctx);
+  Status st = driver_and_context(&d, &ctx);
   if (!st.ok()) return st;
   std::lock_guard<std::mutex> lock(mutex_);
   DeviceProps props;
@@ -216,11 +220,11 @@ Status Package::launch(const std::string& op, DType dtype, const LaunchShape& sh
     }
   const CudaDriver* d = nullptr;
   CUcontext ctx = nullptr;
-  Status st = current_context(&d, &ctx);
+  Status st = driver_and_context(&d, &ctx);
   if (!st.ok()) return st;
   const KernelArtifact* artifact = nullptr;
   CUfunction fn = nullptr;
-  LaunchShape s = shape;
+  PreparedLaunch prepared;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     DeviceProps props;
@@ -229,11 +233,26 @@ Status Package::launch(const std::string& op, DType dtype, const LaunchShape& sh
     Selection sel;
     st = select_variant(table_, count_, op, dtype, props, shape.elements(), common_alignment(pointers), &sel);
     if (!st.ok()) return st;
-    st = function_for(*d, ctx, sel.variant, &artifact, &fn);
+    Loaded* l = nullptr;
+    st = function_for(*d, ctx, sel.variant, &l);
     if (!st.ok()) return st;
-    s.sm_count = props.sm_count;
+    // The shape as the kernel sees it: the caller's, on this device.
+    const bool same = l->have_prepared && l->prepared_shape.domain == shape.domain &&
+                      l->prepared_shape.inputs == shape.inputs && l->prepared_shape.outputs == shape.outputs &&
+                      l->prepared_shape.sm_count == props.sm_count;
+    if (!same) {
+      l->prepared_shape = shape;
+      l->prepared_shape.sm_count = props.sm_count;
+      l->have_prepared = false;
+      st = prepare_launch(l->artifact, l->prepared_shape, &l->prepared);
+      if (!st.ok()) return st;
+      l->have_prepared = true;
+    }
+    artifact = &l->artifact;
+    fn = l->kernel.function();
+    prepared = l->prepared;
   }
-  return launch_kernel(*d, *artifact, fn, s, args, stream);
+  return launch_prepared(*d, *artifact, fn, prepared, args, stream);
 }
 
 }  // namespace fusekit

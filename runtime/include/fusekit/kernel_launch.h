@@ -57,7 +57,24 @@ class LoadedKernel {
   CUfunction function_ = nullptr;
 };
 
-// Evaluates the grid and arguments and calls cuLaunchKernel on `stream`.
+// The shape-dependent part of a launch: grid and shape-argument values,
+// evaluated once per shape (and cacheable across calls with that shape).
+struct PreparedLaunch {
+  static constexpr int kMaxParams = 64;
+  unsigned grid[3] = {1, 1, 1};
+  int num_params = 0;
+  uint64_t shape_values[kMaxParams] = {};  // per parameter slot (0 for non-shape slots)
+};
+
+// Evaluates `artifact`'s grid and shape arguments for `shape`; a Status for
+// out-of-range grids or shape values that overflow their type.
+Status prepare_launch(const KernelArtifact& artifact, const LaunchShape& shape, PreparedLaunch* out);
+
+// cuLaunchKernel with a prepared launch and the call's pointers and scalars.
+Status launch_prepared(const CudaDriver& driver, const KernelArtifact& artifact, CUfunction function,
+                       const PreparedLaunch& prepared, const LaunchArgs& args, CUstream stream);
+
+// prepare_launch then launch_prepared.
 Status launch_kernel(const CudaDriver& driver, const KernelArtifact& artifact, CUfunction function,
                      const LaunchShape& shape, const LaunchArgs& args, CUstream stream);
 

@@ -90,7 +90,9 @@ int common_alignment(const std::vector<CUdeviceptr>& pointers);
 // A package's table plus its lazily loaded modules.
 class Package {
  public:
-  Package(const fusekit_variant_desc* table, size_t count);
+  // `driver` null: the process's libcuda (load_cuda_driver). Tests and host
+  // benchmarks pass a table of fakes.
+  Package(const fusekit_variant_desc* table, size_t count, const CudaDriver* driver = nullptr);
   ~Package();
   Package(const Package&) = delete;
   Package& operator=(const Package&) = delete;
@@ -108,11 +110,13 @@ class Package {
  private:
   struct Loaded;
   Status device_props(const CudaDriver& driver, CUcontext ctx, DeviceProps* props);
-  Status function_for(const CudaDriver& driver, CUcontext ctx, const fusekit_variant_desc* v,
-                      const KernelArtifact** artifact, CUfunction* fn);
+  Status function_for(const CudaDriver& driver, CUcontext ctx, const fusekit_variant_desc* v, Loaded** out);
+
+  Status driver_and_context(const CudaDriver** d, CUcontext* ctx) const;
 
   const fusekit_variant_desc* table_;
   size_t count_;
+  const CudaDriver* driver_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Loaded>> loaded_;
 };
