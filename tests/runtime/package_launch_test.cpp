@@ -2,6 +2,9 @@
 // context and the fallbacks, without a GPU.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "fusekit/package.h"
 #include "tests/runtime/fake_driver.h"
 
@@ -82,6 +85,23 @@ TEST_F(PackageLaunch, UnknownArchFallsBackToPtxWith32BitShape) {
   Status st = p.launch("relu_add", DType::kF32, shape(int64_t{1} << 31), args(0x1000), nullptr);
   EXPECT_EQ(st.code(), StatusCode::kNotSupported);
   EXPECT_EQ(fake::state().launches.size(), 1u);
+}
+
+TEST_F(PackageLaunch, ManyThreadsShareOneModuleAndEveryCallLaunches) {
+  fake::state().record = false;  // the recorder is not thread-safe; count loads and statuses
+  Package p(kTable, 3, &fake::driver());
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        const int64_t n = (i % 2) ? (1 << 20) : 4096 + t;  // alternate shapes: re-prepares under the lock
+        if (!p.launch("relu_add", DType::kF32, shape(n), args(0x1000), nullptr).ok()) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(fake::state().modules_loaded, 1);  // one variant, one context
 }
 
 TEST_F(PackageLaunch, NoContextIsAStatus) {
