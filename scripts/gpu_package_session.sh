@@ -4,14 +4,7 @@
 # scripts/prepare_device.sh (with dispatch_bench and lib/libfusekit_runtime.a)
 # and a tuning database exported as JSON lines in $RECORDS.
 set -uo pipefail
-out=${OUT:?set OUT to a results folder}
-deps=/tmp/fusekit-deps
-mkdir -p "$deps"
-for d in .device/debs/*.deb; do dpkg -x "$d" "$deps"; done
-export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-bin=.device/bin
-log="$out/log.txt"
-step() { echo "=== $* ($(date -u +%T))" | tee -a "$log"; }
+source "$(dirname "$0")/device_env.sh"
 
 step package
 "$bin/fusekit" db import --db /tmp/p.db "${RECORDS:?}" >>"$log" 2>&1

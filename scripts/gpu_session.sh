@@ -7,14 +7,7 @@
 # .device/debs (Debian runtime packages the GPU machine lacks; see
 # scripts/prepare_device.sh). Writes at most 8 files under $OUT.
 set -uo pipefail
-out=${OUT:?set OUT to a results folder}
-deps=/tmp/fusekit-deps
-mkdir -p "$deps"
-for d in .device/debs/*.deb; do dpkg -x "$d" "$deps"; done
-export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-bin=.device/bin
-log="$out/log.txt"
-step() { echo "=== $* ($(date -u +%T))" | tee -a "$log"; }
+source "$(dirname "$0")/device_env.sh"
 
 step environment
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; uname -r; } >>"$log" 2>&1

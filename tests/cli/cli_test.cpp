@@ -1,6 +1,8 @@
 // Drives the real `fusekit` binary: error paths leave the database alone and
 // name the bad value; the happy path tunes, shows, exports and imports.
 #include <gtest/gtest.h>
+
+#include "tests/cli/run_command.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,20 +14,10 @@
 
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out;  // stdout and stderr together
-};
+using CliRun = fusekit::testing::CommandResult;
 
 CliRun fusekit(const std::string& args) {
-  std::string cmd = std::string(FUSEKIT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return fusekit::testing::run_command(std::string(FUSEKIT_BINARY) + " " + args);
 }
 
 std::string slurp(const std::string& path) {

@@ -2,6 +2,8 @@
 // records for three archs), the package it emits, the cubins' arch, the shared
 // library's dependencies, and an application built against the package.
 #include <gtest/gtest.h>
+
+#include "tests/cli/run_command.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,20 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = fusekit::testing::CommandResult;
 
-Result sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result sh(const std::string& cmd) { return fusekit::testing::run_command(cmd); }
 
 int elf_sm(const fs::path& cubin) {
   std::ifstream f(cubin, std::ios::binary);
