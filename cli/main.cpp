@@ -59,22 +59,49 @@ std::vector<DType> parse_dtypes(const std::vector<std::string>& items) {
   return out;
 }
 
-std::vector<int64_t> parse_sizes(const std::vector<std::string>& items) {
-  std::vector<int64_t> out;
+// A size is an element count ("65536") or a shape, outermost first
+// ("8192x1024", "32x64x3136"); each part a positive integer.
+using SizeSpec = std::vector<int64_t>;
+
+std::vector<SizeSpec> parse_sizes(const std::vector<std::string>& items) {
+  std::vector<SizeSpec> out;
   for (const auto& s : split_list(items)) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
+    const std::string bad = "malformed size '" + s +
+                            "'; sizes are positive element counts or shapes, e.g. --sizes 4096,65536 or 8192x1024";
+    if (s.back() == 'x') throw UserError(bad);
+    SizeSpec dims;
+    std::stringstream parts(s);
+    std::string part;
+    while (std::getline(parts, part, 'x')) {
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(part, &used);
+      } catch (const std::exception&) {
+        throw UserError(bad);
+      }
+      if (used != part.size() || v <= 0) throw UserError(bad);
+      dims.push_back(v);
     }
-    if (used != s.size() || v <= 0)
-      throw UserError("malformed size '" + s + "'; sizes are positive element counts, e.g. --sizes 4096,65536");
-    out.push_back(v);
+    out.push_back(dims);
   }
   if (out.empty()) throw UserError("--sizes is empty; give e.g. --sizes 4096,65536");
   return out;
+}
+
+// The iteration domain (innermost first) of a size for a candidate.
+std::vector<int64_t> domain_for(const FusionCandidate& cand, const SizeSpec& size) {
+  if (size.size() == 1) return cand.domain_for_elements(size[0]);
+  const auto& axes = layout_axes(cand.layout);
+  if (size.size() != axes.size()) {
+    std::string names;
+    for (size_t i = axes.size(); i-- > 0;) names += axes[i] + (i ? " x " : "");
+    std::string text;
+    for (size_t i = 0; i < size.size(); ++i) text += (i ? "x" : "") + std::to_string(size[i]);
+    throw UserError("size '" + text + "' has " + std::to_string(size.size()) + " dims; " + cand.name + " (" +
+                    layout_name(cand.layout) + ") takes " + names + " or an element count");
+  }
+  return std::vector<int64_t>(size.rbegin(), size.rend());
 }
 
 std::string host_name() {
@@ -108,7 +135,9 @@ int cmd_tune(const po::variables_map& vm) {
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
   const std::vector<FusionCandidate> cands = selected_candidates(vm);
   const std::vector<DType> dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
-  const std::vector<int64_t> sizes = parse_sizes(vm["sizes"].as<std::vector<std::string>>());
+  const std::vector<SizeSpec> sizes = parse_sizes(vm["sizes"].as<std::vector<std::string>>());
+  for (const auto& cand : cands)
+    for (const auto& s : sizes) domain_for(cand, s);  // every shape fits before anything is opened
   std::vector<Backend> backends;
   for (const auto& b : split_list(vm["backend"].as<std::vector<std::string>>())) backends.push_back(parse_backend(b));
   const int budget = vm["budget"].as<int>();
@@ -164,7 +193,7 @@ int cmd_tune(const po::variables_map& vm) {
       task.pattern = cand.name;
       task.pipeline_text = canonical_pipeline_text(cand, dt);
       task.pipeline_hash = pipeline_hash(task.pipeline_text);
-      for (int64_t n : sizes) task.domains.push_back(cand.domain_for_elements(n));
+      for (const auto& s : sizes) task.domains.push_back(domain_for(cand, s));
       task.verify_domain = cand.odd_domain();
       options.progress = [&](const std::string& line) {
         const double t = elapsed();
@@ -180,8 +209,8 @@ int cmd_tune(const po::variables_map& vm) {
       all.pruned += s.pruned;
       ++done;
       // Winner per size, as a summary line.
-      for (int64_t n : sizes) {
-        Problem p = workload->problem(cand.domain_for_elements(n));
+      for (const auto& size : sizes) {
+        Problem p = workload->problem(domain_for(cand, size));
         auto best = db->best({task.pipeline_hash, dtype_name(dt), shape_bucket_name(p.elements()), arch.arch.name()});
         if (best)
           std::printf("%-22s %-4s %-12s %-7s %-40s %10.2f us %8.1f GB/s %s\n", cand.name.c_str(), dtype_name(dt),
@@ -277,7 +306,7 @@ int cmd_verify(const po::variables_map& vm) {
       auto builder = make_kernel_builder(cand, dt, arch);
       auto built = builder->build(winners);
       std::vector<std::vector<int64_t>> domains = {cand.odd_domain()};
-      for (int64_t n : sizes) domains.push_back(cand.domain_for_elements(n));
+      for (const auto& s : sizes) domains.push_back(domain_for(cand, s));
       for (size_t i = 0; i < winners.size(); ++i) {
         for (const auto& d : domains) {
           Problem p = wl->problem(d);
@@ -353,7 +382,7 @@ int run(int argc, char** argv) {
        "storage dtypes: f32,f16,bf16")
       ("sizes", po::value<std::vector<std::string>>()->multitoken()->default_value(
                     {"4096,65536,1048576,67108864"}, "4096,65536,1048576,67108864"),
-       "element counts to tune for")
+       "element counts or shapes (outermost first, e.g. 8192x1024) to tune for")
       ("db", po::value<std::string>(), "tuning database (default: $FUSEKIT_DB, else ~/.local/share/fusekit/tune.db)")
       ("budget", po::value<int>()->default_value(24), "candidates per backend and workload")
       ("backend", po::value<std::vector<std::string>>()->multitoken()->default_value({"nvrtc,halide"}, "nvrtc,halide"),

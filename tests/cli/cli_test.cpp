@@ -60,6 +60,10 @@ TEST_F(Cli, BadInputNamesTheValueAndLeavesTheDatabaseAlone) {
       {"tune --arch sm_90 --dtype f64", "unknown dtype 'f64'; known: f32 f16 bf16"},
       {"tune --arch sm_90 --sizes 4096,12x", "malformed size '12x'"},
       {"tune --arch sm_90 --sizes -5", "malformed size '-5'"},
+      {"tune --arch sm_90 --sizes 12x", "malformed size '12x'"},
+      {"tune --arch sm_90 --sizes 8x0", "malformed size '8x0'"},
+      {"tune --arch sm_90 --pattern relu_add --sizes 8192x1024",
+       "size '8192x1024' has 2 dims; relu_add (flat) takes i or an element count"},
       {"tune --arch sm_90 --budget 0", "--budget 0 must be at least 1"},
       {"tune --arch sm_90 --backend triton", "unknown backend 'triton'; known: nvrtc halide"},
       {"tune --arch sm_90 --expr 'out = x +'", "expression:1:10: unexpected end of input"},
@@ -89,8 +93,9 @@ TEST_F(Cli, CorruptDatabaseIsRefusedAndKept) {
 
 TEST_F(Cli, TunesShowsExportsAndImportsIdempotently) {
   const std::string db = path("a.db"), other = path("b.db"), jsonl = path("a.jsonl");
-  CliRun t = fusekit("tune --arch sm_86 --expr 'out = silu(a) * b[col]' --dtype f32,f16 --sizes 4096,100000 --budget 2 --db " + db);
+  CliRun t = fusekit("tune --arch sm_86 --expr 'out = silu(a) * b[col]' --dtype f32,f16 --sizes 4096,37x1001 --budget 2 --db " + db);
   ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("37x1001"), std::string::npos) << t.out;  // the shape as given, outermost first
   EXPECT_NE(t.out.find("ranking with the analytic model"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("modeled"), std::string::npos);
   EXPECT_NE(t.out.find("ETA"), std::string::npos);
