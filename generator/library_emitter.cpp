@@ -416,7 +416,8 @@ EmitReport emit_library(const TuneDb& db, const EmitOptions& o) {
   for (const auto& v : variants)
     if (std::find(ops.begin(), ops.end(), std::make_pair(v.cand, v.dtype)) == ops.end()) ops.push_back({v.cand, v.dtype});
 
-  const fs::path out(o.out_dir);
+  // Absolute, since the build steps change directory.
+  const fs::path out = fs::absolute(o.out_dir);
   write_file(out / "include" / "fusekit_kernels.h", write_header(ops));
   write_file(out / "src" / "fusekit_kernels_table.cpp", write_table(variants));
   write_file(out / "src" / "fusekit_kernels_api.cpp", write_api(ops));

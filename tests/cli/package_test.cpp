@@ -125,6 +125,14 @@ TEST_F(Package, AnApplicationBuildsAgainstItWithFindPackage) {
   EXPECT_TRUE(fs::exists(fs::path(b) / "fused_relu_add"));
 }
 
+TEST_F(Package, ARelativeOutputFolderWorks) {
+  const std::string cmd = "cd " + dir_.string() + " && " + FUSEKIT_BINARY +
+                          " build --arch sm_90 --pattern relu_add --db t.db --out relative/pkg";
+  Result r = sh(cmd);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir_ / "relative/pkg/lib/libfusekit_kernels.a"));
+}
+
 TEST_F(Package, BuildErrorsNameWhatIsMissing) {
   Result r = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_75 --pattern relu_add --db " + db_ + " --out " +
                 (dir_ / "p2").string());
