@@ -1,7 +1,10 @@
 #include <Halide.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "common/errors.h"
 #include "search/workload.h"
@@ -117,20 +120,53 @@ double element_ratio(double g, double r, Tolerance tol) {
   return std::fabs(g - r) / (tol.atol + tol.rtol * std::fabs(r));
 }
 
+// Runs fn(begin, end, chunk) over [0, n) in up to hardware_concurrency()
+// contiguous chunks (one when n is small); chunk k covers lower indices than k+1.
+template <typename Fn>
+void parallel_chunks(int64_t n, Fn fn) {
+  const int64_t min_chunk = int64_t{1} << 20;
+  const int64_t workers =
+      std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), n / min_chunk));
+  if (workers == 1) {
+    fn(0, n, 0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const int64_t step = (n + workers - 1) / workers;
+  for (int64_t k = 0; k < workers; ++k)
+    pool.emplace_back([=] { fn(k * step, std::min(n, (k + 1) * step), static_cast<size_t>(k)); });
+  for (auto& t : pool) t.join();
+}
+
+struct ChunkResult {
+  double max_ratio = 0.0;
+  int64_t first_bad = -1;  // lowest index with ratio > 1
+};
+
 template <DType D>
 void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tolerance tol, Comparison* c) {
   const int64_t n = got.elements();
   const uint8_t* gp = got.bytes.data();
   const uint8_t* rp = ref.bytes.data();
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = load<D>(gp, i), r = load<D>(rp, i);
-    const double ratio = element_ratio(g, r, tol);
-    if (!(ratio > c->max_ratio)) continue;
-    if (ratio > 1.0 && c->max_ratio <= 1.0)
-      c->detail = "output " + std::to_string(t) + " element " + std::to_string(i) + ": got " + std::to_string(g) +
-                  ", reference " + std::to_string(r);
-    c->max_ratio = ratio;
+  std::vector<ChunkResult> chunks(std::max(1u, std::thread::hardware_concurrency()));
+  parallel_chunks(n, [&](int64_t begin, int64_t end, size_t k) {
+    ChunkResult r;
+    for (int64_t i = begin; i < end; ++i) {
+      const double ratio = element_ratio(load<D>(gp, i), load<D>(rp, i), tol);
+      if (!(ratio > r.max_ratio)) continue;
+      if (ratio > 1.0 && r.first_bad < 0) r.first_bad = i;
+      r.max_ratio = ratio;
+    }
+    chunks[k] = r;
+  });
+  int64_t first_bad = -1;
+  for (const auto& r : chunks) {  // in index order: the first failure found is the lowest
+    if (r.first_bad >= 0 && first_bad < 0) first_bad = r.first_bad;
+    c->max_ratio = std::max(c->max_ratio, r.max_ratio);
   }
+  if (first_bad >= 0 && c->detail.empty())
+    c->detail = "output " + std::to_string(t) + " element " + std::to_string(first_bad) + ": got " +
+                std::to_string(load<D>(gp, first_bad)) + ", reference " + std::to_string(load<D>(rp, first_bad));
 }
 
 }  // namespace
@@ -151,17 +187,18 @@ Comparison compare_outputs(const std::vector<HostTensor>& got, const std::vector
 }
 
 void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi) {
-  // splitmix64: fast enough for 64 M-element tensors, and seeded.
-  uint64_t state = seed;
+  // splitmix64 as a counter-based generator (element i uses state
+  // seed + (i + 1) * gamma): seeded, and the same in any chunking.
   const float scale = (hi - lo) / 16777216.0f;
-  const int64_t n = t->elements();
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    t->set(i, lo + static_cast<float>(z >> 40) * scale);
-  }
+  parallel_chunks(t->elements(), [&](int64_t begin, int64_t end, size_t) {
+    for (int64_t i = begin; i < end; ++i) {
+      uint64_t z = seed + static_cast<uint64_t>(i + 1) * 0x9e3779b97f4a7c15ULL;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      t->set(i, lo + static_cast<float>(z >> 40) * scale);
+    }
+  });
 }
 
 }  // namespace fusekit

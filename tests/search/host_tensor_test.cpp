@@ -50,6 +50,22 @@ TEST(CompareOutputs, UsesDtypeTolerances) {
   EXPECT_TRUE(compare_outputs({got}, {ref}, tolerance_for(DType::kBF16)).passed());
 }
 
+TEST(CompareOutputs, LargeTensorsReportTheFirstFailingElement) {
+  // Large enough to be compared in parallel chunks.
+  HostTensor ref = HostTensor::make(DType::kF32, {(int64_t{1} << 22) + 7});
+  fill_uniform(&ref, 3, -1, 1);
+  HostTensor got = ref;
+  const int64_t bad[] = {3000001, 123457, 4000000};
+  for (int64_t i : bad) got.set(i, ref.get(i) + 0.5f);
+  Comparison c = compare_outputs({got}, {ref}, tolerance_for(DType::kF32));
+  EXPECT_FALSE(c.passed());
+  EXPECT_NE(c.detail.find("element 123457:"), std::string::npos) << c.detail;
+  EXPECT_GT(c.max_ratio, 1000.0);
+  HostTensor again = HostTensor::make(DType::kF32, ref.dims);
+  fill_uniform(&again, 3, -1, 1);  // chunked filling is deterministic
+  EXPECT_EQ(again.bytes, ref.bytes);
+}
+
 TEST(CompareOutputs, NanOnlyMatchesNan) {
   HostTensor ref = HostTensor::make(DType::kF32, {1}), got = ref;
   ref.set(0, 1.0f);
