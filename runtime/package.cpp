@@ -143,7 +143,11 @@ struct Package::Loaded {
 
 Package::Package(const fusekit_variant_desc* table, size_t count, const CudaDriver* driver)
     : table_(table), count_(count), driver_(driver) {}
-Package::~Package() = default;  // modules die with their contexts; unloading here could race context teardown
+Package::~Package() {
+  // Modules die with their contexts; a package is often a static destroyed at
+  // exit, after the application may have torn its contexts down.
+  for (auto& l : loaded_) l->kernel.release();
+}
 
 Status Package::device_props(const CudaDriver& d, CUcontext ctx, DeviceProps* props) {
   for (const auto& l : loaded_)

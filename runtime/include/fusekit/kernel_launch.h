@@ -48,6 +48,12 @@ class LoadedKernel {
   // Loads into the current context; on failure the JIT log is in the Status.
   Status load(const CudaDriver& driver, const KernelArtifact& artifact);
   void unload();
+  // Forgets the module without unloading it (for owners that may outlive
+  // the context or the driver, such as a static package at process exit).
+  void release() {
+    module_ = nullptr;
+    function_ = nullptr;
+  }
   CUfunction function() const { return function_; }
   bool loaded() const { return module_ != nullptr; }
 
