@@ -5,6 +5,10 @@
 #include "fusekit/shape_bucket.h"
 
 namespace fusekit {
+
+// Per backend: the seeded search proposes batches; each batch is built in
+// parallel, verified at the odd shape, then measured problem by problem, and
+// every outcome is committed in one transaction.
 TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const ArchLimits& arch,
                  const TunerOptions& options) {
   TuneSummary summary;
