@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""fusekit against PyTorch eager, TorchScript and torch.compile, one protocol.
+
+NOT RUN YET: written on 2026-11-30 after that session's device time was spent;
+expect small fixes on its first GPU run.
+
+  python3 bench/peers.py --package /tmp/pkg --out bench/results/DATE-h200-peers.json [--quick]
+
+fusekit is called through the emitted library's C ABI (`fusekit_launch`) with
+ctypes, on PyTorch's current stream, so the kernels timed are the packaged
+ones. Every fusekit result is checked against eager's before it is timed.
+
+Timing: kernel time by CUDA events around each call after warm-up, median and
+p20/p80 of many calls, inputs rotated over enough copies to exceed L2; per-call
+time for small sizes as 10 000 back-to-back calls and one synchronize; the
+small sizes captured in a CUDA graph too. A device-to-device copy of the same
+bytes is the bandwidth limit.
+"""
+import argparse
+import ctypes
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+ATOL_RTOL = {"f32": (1e-5, 1e-5), "bf16": (1e-4, 2 * 2.0 ** -7)}
+
+
+# Each op: layout, input names (with broadcast axes), scalar params, eager function.
+def relu_add(x, y):
+    return torch.relu(x) + y
+
+
+def sigmoid_mul_tanh_add(x, y, z):
+    return torch.tanh(torch.sigmoid(x) * y) + z
+
+
+def bias_gelu(x, b):
+    return F.gelu(x + b)
+
+
+def bias_gelu_tanh(x, b):
+    return F.gelu(x + b, approximate="tanh")
+
+
+def bn_relu(x, scale, shift):
+    return torch.relu(x * scale[None, :, None] + shift[None, :, None])
+
+
+def residual_add_relu(x, r):
+    return torch.relu(x + r)
+
+
+def silu_mul(a, b):
+    return F.silu(a) * b
+
+
+OPS = {
+    "relu_add": ("flat", ["x", "y"], relu_add),
+    "sigmoid_mul_tanh_add": ("flat", ["x", "y", "z"], sigmoid_mul_tanh_add),
+    "bias_gelu": ("rowcol", ["x", "b[col]"], bias_gelu),
+    "bias_gelu_tanh": ("rowcol", ["x", "b[col]"], bias_gelu_tanh),
+    "bn_relu": ("nchw", ["x", "scale[c]", "shift[c]"], bn_relu),
+    "residual_add_relu": ("flat", ["x", "r"], residual_add_relu),
+    "silu_mul": ("flat", ["a", "b"], silu_mul),
+}
+
+
+def shape_for(layout, n):
+    """The catalog's shapes for an element count (fusion_candidate.cpp)."""
+    if layout == "flat":
+        return [n]
+    if layout == "rowcol":
+        return [1, n] if n < 1024 else [(n + 1023) // 1024, 1024]
+    return [1, 1, n] if n < 64 else [1, 64, (n + 63) // 64]
+
+
+def make_inputs(layout, names, shape, dtype, gen):
+    tensors = []
+    for name in names:
+        if "[col]" in name:
+            s = [shape[-1]]
+        elif "[c]" in name:
+            s = [shape[1]]
+        else:
+            s = shape
+        tensors.append((torch.rand(s, generator=gen, device="cuda") * 6 - 3).to(dtype))
+    return tensors
+
+
+class Fusekit:
+    def __init__(self, package):
+        self.lib = ctypes.CDLL(package + "/lib/libfusekit_kernels.so")
+        f = self.lib.fusekit_launch
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                      ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
+                      ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_void_p]
+        self.lib.fusekit_last_error.restype = ctypes.c_char_p
+
+    def caller(self, op, dtype, inputs, out, shape):
+        """A zero-argument callable launching the op on the current stream."""
+        ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
+        outs = (ctypes.c_void_p * 1)(out.data_ptr())
+        dom = (ctypes.c_int64 * len(shape))(*shape)
+        params = (ctypes.c_float * 1)(0.0)
+        op_b, dt_b = op.encode(), dtype.encode()
+        launch, err = self.lib.fusekit_launch, self.lib.fusekit_last_error
+
+        def call():
+            stream = torch.cuda.current_stream().cuda_stream
+            rc = launch(op_b, dt_b, ins, len(inputs), outs, 1, params, 0, dom, len(shape), stream)
+            if rc != 0:
+                raise RuntimeError("fusekit_launch(%s, %s): %s" % (op, dtype, err().decode()))
+        return call
+
+
+def kernel_times(fn_per_set, reps):
+    """CUDA-event time of single calls (µs), rotating over input sets."""
+    for i in range(5):
+        fn_per_set[i % len(fn_per_set)]()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        starts[i].record()
+        fn_per_set[(i + 1) % len(fn_per_set)]()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+
+
+def per_call_us(fn, calls=10000):
+    import time
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def graph_us(fn, per_graph=100, replays=200):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(per_graph):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        g.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1000.0 / (replays * per_graph)
+
+
+def summarize(samples):
+    s = sorted(samples)
+    pick = lambda q: s[int(q * (len(s) - 1) + 0.5)]
+    return {"median_us": pick(0.5), "p20_us": pick(0.2), "p80_us": pick(0.8), "samples": len(s)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--package", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="two sizes, fewer repetitions")
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    fk = Fusekit(a.package)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    sizes = [4096, 67108864] if a.quick else [4096, 65536, 1048576, 67108864]
+    results = []
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)
+    for op, (layout, names, eager) in OPS.items():
+        scripted = torch.jit.script(eager)
+        compiled = torch.compile(eager)
+        autotuned = torch.compile(eager, mode="max-autotune-no-cudagraphs")
+        for dt_name, dt in DTYPES.items():
+            for n in sizes:
+                shape = shape_for(layout, n)
+                elements = 1
+                for d in shape:
+                    elements *= d
+                # Enough input sets that rotating through them never hits L2.
+                sets = []
+                while True:
+                    ins = make_inputs(layout, names, shape, dt, gen)
+                    out = torch.empty(shape, dtype=dt, device="cuda")
+                    sets.append((ins, out))
+                    bytes_moved = (sum(t.numel() for t in ins) + out.numel()) * out.element_size()
+                    if bytes_moved * len(sets) >= 2.5 * l2 or len(sets) >= 64:
+                        break
+                ref = eager(*sets[0][0])
+                call0 = fk.caller(op, dt_name, sets[0][0], sets[0][1], shape)
+                call0()
+                torch.cuda.synchronize()
+                atol, rtol = ATOL_RTOL[dt_name]
+                ok = torch.allclose(sets[0][1].float(), ref.float(), atol=atol, rtol=rtol)
+                err = (sets[0][1].float() - ref.float()).abs().max().item()
+                impls = {
+                    "fusekit": [fk.caller(op, dt_name, i, o, shape) for i, o in sets],
+                    "eager": [lambda i=i: eager(*i) for i, _ in sets],
+                    "torchscript": [lambda i=i: scripted(*i) for i, _ in sets],
+                    "inductor": [lambda i=i: compiled(*i) for i, _ in sets],
+                    "inductor_max_autotune": [lambda i=i: autotuned(*i) for i, _ in sets],
+                }
+                src = torch.empty(bytes_moved // 2, dtype=torch.uint8, device="cuda")
+                dst = torch.empty_like(src)
+                impls["copy"] = [lambda: dst.copy_(src)]
+                row = {"op": op, "dtype": dt_name, "shape": "x".join(map(str, shape)), "elements": elements,
+                       "bytes": bytes_moved, "fusekit_verified": bool(ok), "fusekit_max_abs_err": err, "impls": {}}
+                if not ok:
+                    print("fusekit disagrees with eager on %s %s %s (max err %g): not timed" % (op, dt_name, n, err),
+                          file=sys.stderr)
+                    del impls["fusekit"]
+                for name, fns in impls.items():
+                    reps = 30 if a.quick else 100
+                    entry = summarize(kernel_times(fns, reps))
+                    entry["gbps"] = bytes_moved / (entry["median_us"] * 1e-6) / 1e9
+                    if elements <= 1048576:
+                        entry["per_call_us"] = per_call_us(fns[0], 2000 if a.quick else 10000)
+                        try:
+                            entry["graph_us_per_call"] = graph_us(fns[0])
+                        except Exception as e:  # a peer that cannot be captured
+                            entry["graph_error"] = str(e)
+                    row["impls"][name] = entry
+                results.append(row)
+                print("%-22s %-4s %-14s" % (op, dt_name, row["shape"]) + "".join(
+                    " %s=%.2fus" % (k, v["median_us"]) for k, v in row["impls"].items()), flush=True)
+    json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": results},
+              open(a.out, "w"), indent=1)
+    # Summary: ratios at the largest size, geometric means.
+    print("\n%-22s %-4s %10s %10s %10s" % ("op", "dtype", "fk/ind", "fk/eager", "x copy"))
+    ratios_ind, ratios_eager = [], []
+    for r in results:
+        if r["elements"] < max(x["elements"] for x in results if x["op"] == r["op"]) or "fusekit" not in r["impls"]:
+            continue
+        fk_t = r["impls"]["fusekit"]["median_us"]
+        ri = r["impls"]["inductor"]["median_us"] / fk_t
+        re = r["impls"]["eager"]["median_us"] / fk_t
+        ratios_ind.append(ri)
+        ratios_eager.append(re)
+        print("%-22s %-4s %9.2fx %9.2fx %10.3f" % (r["op"], r["dtype"], ri, re,
+                                                   r["impls"]["copy"]["median_us"] / fk_t))
+    if ratios_ind:
+        print("geometric mean speedup: %.2fx over Inductor, %.2fx over eager" % (
+            statistics.geometric_mean(ratios_ind), statistics.geometric_mean(ratios_eager)))
+
+
+if __name__ == "__main__":
+    main()
