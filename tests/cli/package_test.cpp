@@ -80,8 +80,8 @@ TEST_F(Package, HasACubinForEveryRequestedArchAndPortablePtx) {
   std::map<std::string, int> cubins;
   int ptx = 0, generic = 0, modeled = 0;
   for (const auto& v : m["variants"]) {
-    const std::string arch = v["arch"], image = v["image"], entry = v["entry"];
-    const fs::path file = dir_ / "pkg/share/fusekit_kernels/kernels" / (entry + (image == "cubin" ? ".cubin" : ".ptx"));
+    const std::string arch = v["arch"], image = v["image"], image_file = v["image_file"];
+    const fs::path file = dir_ / "pkg/share/fusekit_kernels" / image_file;
     ASSERT_TRUE(fs::exists(file)) << file;
     if (image == "cubin") {
       const int expect = std::stoi(arch.substr(3), nullptr, 10);
@@ -123,6 +123,42 @@ TEST_F(Package, AnApplicationBuildsAgainstItWithFindPackage) {
   Result build = sh("cmake --build " + b);
   ASSERT_EQ(build.code, 0) << build.out;
   EXPECT_TRUE(fs::exists(fs::path(b) / "fused_relu_add"));
+}
+
+TEST_F(Package, EmbeddedImagesAreTheKernels) {
+  // A program linked against the static library walks the package's own table.
+  ASSERT_EQ(build_.code, 0) << build_.out;
+  const fs::path src = dir_ / "check_images.cpp", exe = dir_ / "check_images";
+  std::ofstream(src) << R"cpp(
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include "fusekit/package.h"
+fusekit::Package& fusekit_kernels_package();
+int main() {
+  fusekit::Package& p = fusekit_kernels_package();
+  int bad = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const fusekit_variant_desc& v = p.table()[i];
+    if (v.image_kind == 0) {
+      unsigned flags = 0;
+      std::memcpy(&flags, v.image + 48, 4);
+      if (v.image_size < 52 || std::memcmp(v.image, "\x7f" "ELF", 4) != 0 || int((flags >> 8) & 0xff) != v.sm) ++bad;
+    } else {
+      std::string ptx(reinterpret_cast<const char*>(v.image), v.image_size);
+      if (ptx.back() != '\0' || ptx.find(std::string(".entry ") + v.entry) == std::string::npos) ++bad;
+    }
+  }
+  std::printf("%zu variants, %d bad\n", p.size(), bad);
+  return bad != 0;
+}
+)cpp";
+  Result c = sh("c++ -std=c++17 -I" FUSEKIT_SOURCE_DIR "/runtime/include -I/usr/local/cuda/include " + src.string() +
+                " " + (dir_ / "pkg/lib/libfusekit_kernels.a").string() + " -ldl -lpthread -o " + exe.string());
+  ASSERT_EQ(c.code, 0) << c.out;
+  Result r = sh(exe.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" 0 bad"), std::string::npos) << r.out;
 }
 
 TEST_F(Package, ARelativeOutputFolderWorks) {
