@@ -50,13 +50,18 @@ std::string c_string(const std::string& s) {
   return out + "\"";
 }
 
-KernelArtifact build_one(const FusionCandidate& cand, DType dtype, const ArchLimits& arch, const Candidate& c) {
-  auto builder = make_kernel_builder(cand, dtype, arch);
-  BuildResult b = builder->build({c}).front();
-  if (!b.ok)
-    throw UserError("cannot rebuild " + cand.name + " " + dtype_name(dtype) + " " + backend_name(c.backend) + " '" +
-                    c.config.to_string() + "' for " + arch.arch.name() + ": " + b.error);
-  return b.artifact;
+// Rebuilds a batch for one arch (in parallel, as the tuner does).
+std::vector<KernelArtifact> build_all(const FusionCandidate& cand, DType dtype, const ArchLimits& arch,
+                                      const std::vector<Candidate>& batch) {
+  std::vector<BuildResult> built = make_kernel_builder(cand, dtype, arch)->build(batch);
+  std::vector<KernelArtifact> out;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!built[i].ok)
+      throw UserError("cannot rebuild " + cand.name + " " + dtype_name(dtype) + " " + backend_name(batch[i].backend) +
+                      " '" + batch[i].config.to_string() + "' for " + arch.arch.name() + ": " + built[i].error);
+    out.push_back(std::move(built[i].artifact));
+  }
+  return out;
 }
 
 KernelArtifact build_ptx(const FusionCandidate& cand, DType dtype, const Config& config, const std::string& entry) {
@@ -94,6 +99,8 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         if (newest < arch) newest = arch;
         const ArchLimits& limits = require_arch(arch.name());
         bool any_measured = false;
+        std::vector<Variant> arch_variants;
+        std::vector<Candidate> batch;
         for (const auto& bucket : buckets[arch.name()]) {
           auto best = db.best({hash, dtype_name(dt), bucket, arch.name()});
           if (!best) continue;
@@ -102,14 +109,13 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
           v.dtype = dt;
           v.bucket = std::stoi(bucket.substr(bucket.find('^') + 1));
           v.sm = arch.number();
-          Candidate c{parse_backend(best->backend), Config::parse(best->params)};
-          v.art = build_one(cand, dt, limits, c);
           v.schedule = best->params;
           v.record_id = best->id;
           v.gpu_name = best->gpu_name;
           v.measured = best->status == RecordStatus::kOk;
           any_measured |= v.measured;
-          out.push_back(std::move(v));
+          batch.push_back({parse_backend(best->backend), Config::parse(best->params)});
+          arch_variants.push_back(std::move(v));
         }
         if (!any_measured)
           report->notes.push_back(cand.name + " " + dtype_name(dt) + " " + arch.name() +
@@ -119,8 +125,13 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         g.dtype = dt;
         g.sm = arch.number();
         g.schedule = kGenericSchedule;
-        g.art = build_one(cand, dt, limits, {Backend::kNvrtc, Config::parse(kGenericSchedule)});
-        out.push_back(std::move(g));
+        batch.push_back({Backend::kNvrtc, Config::parse(kGenericSchedule)});
+        arch_variants.push_back(std::move(g));
+        std::vector<KernelArtifact> arts = build_all(cand, dt, limits, batch);
+        for (size_t i = 0; i < arch_variants.size(); ++i) {
+          arch_variants[i].art = std::move(arts[i]);
+          out.push_back(std::move(arch_variants[i]));
+        }
       }
       // Portable PTX: the generic variant and the newest arch's NVRTC winners.
       const size_t begin = out.size();
