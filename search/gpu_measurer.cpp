@@ -113,8 +113,8 @@ class GpuMeasurer final : public Measurer {
   // After a sticky fault: drop everything tied to the context and reset it.
   void recover(const Workload& workload, const Problem& problem, uint64_t seed) {
     // Modules and events belong to the dead context: forget them without
-    // calling the driver on them (a small, one-off leak per fault).
-    for (auto& [k, m] : modules_) (void)m.release();
+    // calling the driver on them.
+    for (auto& [k, m] : modules_) m->release();
     modules_.clear();
     events_.clear();
     problem_.base = 0;
@@ -251,11 +251,14 @@ class GpuMeasurer final : public Measurer {
       set_args.back().params = args0.params;
     }
     ensure_events(2 * static_cast<size_t>(options.max_samples) + 2);
-    // The verification launch succeeded with the same arguments; a later
-    // failure is still recorded rather than timed.
-    Status launched;
+    // Grid and shape arguments are evaluated once; only pointers change per
+    // launch. The verification launch succeeded with the same arguments; a
+    // later failure is still recorded rather than timed.
+    PreparedLaunch prepared;
+    Status launched = prepare_launch(art, shape, &prepared);
     auto launch = [&](int set) {
-      if (launched.ok()) launched = launch_kernel(*drv_, art, fn, shape, set_args[set % problem_.sets], stream_);
+      if (launched.ok())
+        launched = launch_prepared(*drv_, art, fn, prepared, set_args[set % problem_.sets], stream_);
     };
     for (int i = 0; i < 5; ++i) launch(i);
     drv_->cuEventRecord(events_[0], stream_);
