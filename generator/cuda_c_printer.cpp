@@ -182,6 +182,22 @@ static __device__ __forceinline__ unsigned short fk_f2bf(float f) {
   return (unsigned short)(u >> 16);
 #endif
 }
+// Two floats to one packed 32-bit word (lo in the low half): one cvt on
+// sm_80+, where the scalar form costs a conversion plus a byte permute each.
+static __device__ __forceinline__ unsigned fk_f2bf2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+#else
+  return (unsigned)fk_f2bf(lo) | ((unsigned)fk_f2bf(hi) << 16);
+#endif
+}
+static __device__ __forceinline__ unsigned fk_f2h2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+#else
+  return (unsigned)fk_f2h(lo) | ((unsigned)fk_f2h(hi) << 16);
+#endif
+}
 // FK_FAST (with --use_fast_math): tanh.approx.f32, one MUFU op, relative
 // error about 2^-11; verification decides where that is good enough.
 static __device__ __forceinline__ float fk_tanh(float x) {
@@ -205,6 +221,12 @@ static __device__ __forceinline__ float fk_erf(float x) {
   return erff(x);
 #endif
 }
+// Coordinates divide by run-time extents: in the 32-bit body by the host's
+// multiply-shift pair (LaunchExpr divmagic/divshift), else by division.
+static __device__ __forceinline__ unsigned fk_div(unsigned a, unsigned d, unsigned m, unsigned s) {
+  return (unsigned)(((unsigned long long)a * m) >> s);
+}
+static __device__ __forceinline__ long long fk_div(long long a, long long d, long long, long long) { return a / d; }
 template <typename I> static __device__ __forceinline__ I fk_floor_div(I a, I b) {
   I q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -240,11 +262,16 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   std::string sig;
   for (const auto& in : cand.inputs) sig += (sig.empty() ? "" : ", ") + ("const " + st + " " + halide_input_name(in.name));
   for (const auto& p : cand.params) sig += (sig.empty() ? "" : ", ") + ("const float " + halide_param_name(p.name));
-  for (size_t o = 0; o < pipe.stored.size(); ++o) sig += (sig.empty() ? "" : ", ") + (st + "& o" + std::to_string(o));
+  // Outputs leave fk_point as f32 values; the caller rounds them to the
+  // storage type, two at a time in the vector path.
+  for (size_t o = 0; o < pipe.stored.size(); ++o) sig += (sig.empty() ? "" : ", ") + ("float& o" + std::to_string(o));
   src << sig << ") {\n";
   for (size_t o = 0; o < pipe.stored.size(); ++o) {
     std::string stmts;
-    Expr e = common_subexpression_elimination(pipe.stored[o]);
+    Expr e = pipe.stored[o];
+    if (const auto* c = e.as<Halide::Internal::Cast>(); c && c->value.type() == Float(32)) e = c->value;
+    if (e.type() != Float(32)) throw InternalError("CUDA C printer: output math is not f32");
+    e = common_subexpression_elimination(e);
     // Prefix let names per output so hoisted temporaries never collide.
     std::string value = print_cuda_expr(e, &stmts, "o" + std::to_string(o) + "_");
     src << stmts << "  o" << o << " = " << value << ";\n";
@@ -254,10 +281,11 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   // Coordinates of a flat index in the domain, innermost first.
   if (need_coords) {
     src << "template <typename I> static __device__ __forceinline__ void fk_coords(I i";
-    for (size_t a = 0; a + 1 < k; ++a) src << ", I e" << a;
+    for (size_t a = 0; a + 1 < k; ++a) src << ", I e" << a << ", I m" << a << ", I s" << a;
     src << ", I* c) {\n";
-    if (k == 2) src << "  c[0] = i % e0; c[1] = i / e0;\n";
-    if (k == 3) src << "  I q = i / e0; c[0] = i - q * e0; c[2] = q / e1; c[1] = q - c[2] * e1;\n";
+    src << "  const I q = fk_div(i, e0, m0, s0); c[0] = i - q * e0;\n";
+    if (k == 2) src << "  c[1] = q;\n";
+    if (k == 3) src << "  c[2] = fk_div(q, e1, m1, s1); c[1] = q - c[2] * e1;\n";
     src << "}\n\n";
   }
 
@@ -287,10 +315,19 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
               {KernelParam::Kind::kScalarParam, KernelParam::Type::kF32, static_cast<int>(p), {}}, false);
   add_param("const I", "n", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}, true);
   if (need_coords)
-    for (size_t a = 0; a + 1 < k; ++a)
-      add_param("const I", "d" + std::to_string(a),
-                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d" + std::to_string(a))},
+    for (size_t a = 0; a + 1 < k; ++a) {
+      const std::string d = "d" + std::to_string(a);
+      const LaunchExpr extent = LaunchExpr::symbol(d);
+      add_param("const I", d, {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, extent}, true);
+      add_param("const I", "m" + std::to_string(a),
+                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0,
+                 LaunchExpr::make(LaunchExpr::Op::kDivMagic, {extent})},
                 true);
+      add_param("const I", "s" + std::to_string(a),
+                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0,
+                 LaunchExpr::make(LaunchExpr::Op::kDivShift, {extent})},
+                true);
+    }
 
   const int64_t tile = static_cast<int64_t>(threads) * vec * ept;
   LaunchExpr blocks = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("n"), tile)});
@@ -301,7 +338,10 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
 
   // Code fragments for coordinates, broadcast loads and the point call.
   std::string extents;
-  for (size_t a = 0; a + 1 < k; ++a) extents += ", d" + std::to_string(a);
+  for (size_t a = 0; a + 1 < k; ++a) {
+    const std::string n = std::to_string(a);
+    extents += ", d" + n + ", m" + n + ", s" + n;
+  }
   auto coords_at = [&](const std::string& idx, const std::string& indent) {
     if (!need_coords) return std::string();
     return indent + "I c[" + std::to_string(k) + "];\n" + indent + "fk_coords<I>(" + idx + extents + ", c);\n";
@@ -319,6 +359,17 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
       s = "c[" + std::to_string(in.axes[j]) + "] + d" + std::to_string(in.axes[j]) + " * (" + s + ")";
     return s;
   };
+  // Rounding f32 results to the storage type: one value, or a packed pair.
+  const std::string round1 = pipe.dtype == DType::kF32 ? "" : pipe.dtype == DType::kF16 ? "fk_f2h" : "fk_f2bf";
+  const std::string round2 = pipe.dtype == DType::kF16 ? "fk_f2h2" : "fk_f2bf2";
+  auto store_vector = [&](size_t o, const std::string& indent) {
+    const std::string n = std::to_string(o), dst = "g_o" + n + " + i0";
+    if (pipe.dtype == DType::kF32) return indent + "*reinterpret_cast<pack_t*>(" + dst + ") = w_p" + n + ";\n";
+    if (vec == 1) return indent + "*(" + dst + ") = " + round1 + "(w_o" + n + "[0]);\n";
+    std::string s = indent + "{ fk_pack<unsigned, kV / 2> q;\n";
+    s += "#pragma unroll\n" + indent + "  for (int j = 0; j < kV / 2; ++j) q.v[j] = " + round2 + "(w_o" + n + "[2 * j], w_o" + n + "[2 * j + 1]);\n";
+    return s + indent + "  *reinterpret_cast<fk_pack<unsigned, kV / 2>*>(" + dst + ") = q; }\n";
+  };
   // mode: 0 scalar tail, 1 vector lane with per-lane broadcast loads,
   // 2 vector lane whose broadcast values were loaded once per vector.
   auto point_call = [&](int mode) {
@@ -332,8 +383,14 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     }
     for (const auto& p : cand.params) a += (a.empty() ? "" : ", ") + halide_param_name(p.name);
     for (size_t o = 0; o < pipe.stored.size(); ++o)
-      a += (a.empty() ? "" : ", ") + (mode ? "w_o" + std::to_string(o) + ".v[l]" : "g_o" + std::to_string(o) + "[i]");
-    return "fk_point(" + a + ");\n";
+      a += (a.empty() ? "" : ", ") + ((mode ? "w_o" : "t_o") + std::to_string(o) + (mode ? "[l]" : ""));
+    std::string s = "fk_point(" + a + ");";
+    if (mode == 0)  // scalar tail: declare the temporaries, store rounded
+      for (size_t o = pipe.stored.size(); o-- > 0;) {
+        const std::string n = std::to_string(o);
+        s = "float t_o" + n + "; " + s + " g_o" + n + "[i] = " + round1 + "(t_o" + n + ");";
+      }
+    return s + "\n";
   };
 
   // The body is a template over the index type: 32-bit when n allows, which
@@ -354,7 +411,9 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
   src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";
   src << coords_at("i0", "        ");
-  for (size_t o = 0; o < pipe.stored.size(); ++o) src << "        pack_t w_o" << o << ";\n";
+  for (size_t o = 0; o < pipe.stored.size(); ++o)
+    if (pipe.dtype == DType::kF32) src << "        pack_t w_p" << o << "; float* w_o" << o << " = w_p" << o << ".v;\n";
+    else src << "        float w_o" << o << "[kV];\n";
   if (need_coords) {
     // Fast path: the vector stays inside one innermost row, so broadcast
     // values are one load per vector (a vector load when aligned).
@@ -382,8 +441,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   } else {
     src << "#pragma unroll\n        for (int l = 0; l < kV; ++l) " << point_call(1);
   }
-  for (size_t o = 0; o < pipe.stored.size(); ++o)
-    src << "        *reinterpret_cast<pack_t*>(g_o" << o << " + i0) = w_o" << o << ";\n";
+  for (size_t o = 0; o < pipe.stored.size(); ++o) src << store_vector(o, "        ");
   src << "      }\n";
   src << "    } else {\n";
   src << "      for (I i = base + threadIdx.x; i < n; i += kT) {\n";

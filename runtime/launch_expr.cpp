@@ -28,8 +28,23 @@ constexpr OpName kOps[] = {
     {LaunchExpr::Op::kLt, "lt", 2},     {LaunchExpr::Op::kLe, "le", 2},
     {LaunchExpr::Op::kEq, "eq", 2},     {LaunchExpr::Op::kNe, "ne", 2},
     {LaunchExpr::Op::kAnd, "and", 2},   {LaunchExpr::Op::kOr, "or", 2},
-    {LaunchExpr::Op::kNot, "not", 1},
+    {LaunchExpr::Op::kNot, "not", 1},   {LaunchExpr::Op::kDivMagic, "divmagic", 1},
+    {LaunchExpr::Op::kDivShift, "divshift", 1},
 };
+
+// Round-up magic number for 31-bit dividends (Granlund & Montgomery): with
+// l = ceil(log2 d) and s = 31 + l, m = ceil(2^s / d) = (2^s + e) / d where
+// 0 <= e < d <= 2^l, so for a < 2^31 the error a * e / (d * 2^s) < 1 / d
+// never carries floor(a * m / 2^s) past floor(a / d); m < 2^32.
+void div_magic(int64_t d, int64_t* magic, int64_t* shift) {
+  *magic = *shift = 0;
+  if (d < 1 || d > 0x7fffffff) return;
+  int l = 0;
+  while ((int64_t{1} << l) < d) ++l;
+  const uint64_t s = 31 + static_cast<uint64_t>(l);
+  *magic = static_cast<int64_t>(((uint64_t{1} << s) + static_cast<uint64_t>(d) - 1) / static_cast<uint64_t>(d));
+  *shift = static_cast<int64_t>(s);
+}
 
 const OpName* find_op(LaunchExpr::Op op) {
   for (const auto& o : kOps)
@@ -194,6 +209,13 @@ Status LaunchExpr::evaluate(const Lookup& lookup, int64_t* result) const {
     case Op::kAnd: *result = v[0] && v[1]; break;
     case Op::kOr: *result = v[0] || v[1]; break;
     case Op::kNot: *result = !v[0]; break;
+    case Op::kDivMagic:
+    case Op::kDivShift: {
+      int64_t magic, shift;
+      div_magic(v[0], &magic, &shift);
+      *result = n.op == Op::kDivMagic ? magic : shift;
+      break;
+    }
     default: return Status(StatusCode::kInternal, "bad launch expression node");
   }
   return Status();

@@ -20,11 +20,15 @@ TEST(CudaCPrinter, PrintsEveryCatalogPatternAtEveryDtype) {
       EXPECT_NE(k.source.find("extern \"C\" __global__ void __launch_bounds__(256) k_" + c.name + "("),
                 std::string::npos);
       EXPECT_NE(k.source.find("static __device__ __forceinline__ void fk_point("), std::string::npos);
-      // Inputs, output, n (+ extents when something broadcasts).
+      // Inputs, output, n (+ per inner extent: the extent and its
+      // divmagic/divshift pair, when something broadcasts).
       size_t expect = c.inputs.size() + 1 + 1;
       bool bcast = false;
       for (const auto& in : c.inputs) bcast |= !in.full();
-      if (bcast) expect += layout_axes(c.layout).size() - 1;
+      if (bcast) {
+        expect += 3 * (layout_axes(c.layout).size() - 1);
+        EXPECT_EQ(k.launch.params.back().expr.to_string(), "(divshift d" + std::to_string(layout_axes(c.layout).size() - 2) + ")");
+      }
       EXPECT_EQ(k.launch.params.size(), expect);
       EXPECT_EQ(k.launch.block[0], 256);
       EXPECT_EQ(k.launch.pointer_alignment, 4 * static_cast<int>(dtype_bytes(dt)));
@@ -51,8 +55,25 @@ TEST(CudaCPrinter, MathComesFromTheHalideExprs) {
   Pipeline pg = instantiate(g, DType::kBF16);
   const std::string gelu = point_body(print_pointwise_kernel(g, pg, kConfig, "k").source);
   EXPECT_NE(gelu.find("fk_erf("), std::string::npos) << gelu;
-  EXPECT_NE(gelu.find("fk_f2bf("), std::string::npos) << gelu;
+  EXPECT_NE(gelu.find("fk_bf2f(in_x)"), std::string::npos) << gelu;
   EXPECT_EQ(gelu.find("tanh"), std::string::npos) << gelu;
+}
+
+// Results leave the math as f32 and are rounded to the storage type by the
+// caller: vectors two values per cvt, the scalar tail one at a time.
+TEST(CudaCPrinter, SixteenBitResultsAreRoundedInPairs) {
+  const auto& g = find_pattern("bias_gelu");
+  const std::string bf = print_pointwise_kernel(g, instantiate(g, DType::kBF16), kConfig, "k").source;
+  EXPECT_NE(bf.find("= fk_f2bf2(w_o0[2 * j], w_o0[2 * j + 1])"), std::string::npos) << bf;
+  EXPECT_NE(bf.find("g_o0[i] = fk_f2bf(t_o0)"), std::string::npos) << bf;
+  const std::string h = print_pointwise_kernel(g, instantiate(g, DType::kF16), kConfig, "k").source;
+  EXPECT_NE(h.find("= fk_f2h2(w_o0[2 * j], w_o0[2 * j + 1])"), std::string::npos) << h;
+  const std::string one =
+      print_pointwise_kernel(g, instantiate(g, DType::kBF16), Config::parse("threads=128 vec=1 ept=1 grid=0"), "k").source;
+  EXPECT_NE(one.find("= fk_f2bf(w_o0[0])"), std::string::npos) << one;
+  const std::string f = print_pointwise_kernel(g, instantiate(g, DType::kF32), kConfig, "k").source;
+  EXPECT_EQ(f.find("fk_f2bf2("), f.rfind("fk_f2bf2("));  // only the prelude's definition
+  EXPECT_NE(f.find("= w_p0;"), std::string::npos) << f;
 }
 
 TEST(CudaCPrinter, GridDependsOnTheSchedule) {

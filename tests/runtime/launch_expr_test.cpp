@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <vector>
 
 namespace fusekit {
 namespace {
@@ -35,6 +36,36 @@ TEST(LaunchExpr, DivisionRoundsTowardNegativeInfinity) {
   EXPECT_EQ(eval("(mod -7 2)"), 1);
   EXPECT_EQ(eval("(div 7 2)"), 3);
   EXPECT_EQ(eval("(mod 7 -2)"), -1);
+}
+
+// The kernels divide coordinates as (a * m) >> s in unsigned 64-bit
+// arithmetic; check that equals a / d for divisors of every bit length and
+// dividends up to 2^31 - 1, the extremes included.
+TEST(LaunchExpr, DivMagicDividesExactlyBelowTwoToThe31) {
+  std::vector<int64_t> divisors = {1, 2, 3, 5, 7, 1000, 1023, 1024, 1025, 3001, 65535, 65537, 0x7ffffffe, 0x7fffffff};
+  for (int b = 1; b < 31; ++b) {
+    divisors.push_back((int64_t{1} << b) - 1);
+    divisors.push_back((int64_t{1} << b) + 1);
+  }
+  uint64_t rng = 12345;
+  for (int64_t d : divisors) {
+    const std::map<std::string, int64_t> env = {{"d", d}};
+    const uint64_t m = static_cast<uint64_t>(eval("(divmagic d)", env));
+    const int64_t s = eval("(divshift d)", env);
+    ASSERT_LT(m, uint64_t{1} << 32) << d;
+    std::vector<uint64_t> dividends = {0, 1, static_cast<uint64_t>(d) - 1, static_cast<uint64_t>(d), 0x7fffffff,
+                                       0x7ffffffe, (0x7fffffffull / d) * d, (0x7fffffffull / d) * d - 1};
+    for (int i = 0; i < 2000; ++i) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      dividends.push_back((rng >> 33) & 0x7fffffff);
+    }
+    for (uint64_t a : dividends) {
+      if (a > 0x7fffffff) continue;
+      ASSERT_EQ((a * m) >> s, a / static_cast<uint64_t>(d)) << a << " / " << d;
+    }
+  }
+  EXPECT_EQ(eval("(divmagic 0)"), 0);
+  EXPECT_EQ(eval("(divmagic 2147483648)"), 0);
 }
 
 TEST(LaunchExpr, EvaluatesSymbolsAndLogic) {

@@ -24,7 +24,12 @@ namespace fusekit {
 class LaunchExpr {
  public:
   enum class Op { kConst, kSymbol, kAdd, kSub, kMul, kDiv, kMod, kMin, kMax,
-                  kSelect, kLt, kLe, kEq, kNe, kAnd, kOr, kNot };
+                  kSelect, kLt, kLe, kEq, kNe, kAnd, kOr, kNot,
+                  // Division by a run-time divisor d in 1..2^31-1 as a
+                  // multiply and shift: for 0 <= a < 2^31,
+                  // a / d == (a * divmagic(d)) >> divshift(d) in 64-bit
+                  // unsigned arithmetic. 0 for d outside that range.
+                  kDivMagic, kDivShift };
 
   LaunchExpr() : LaunchExpr(int64_t{0}) {}
   // NOLINTNEXTLINE(google-explicit-constructor): constants read naturally.
