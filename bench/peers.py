@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """fusekit against PyTorch eager, TorchScript and torch.compile, one protocol.
 
-NOT RUN YET: written on 2026-11-30 after that session's device time was spent;
-expect small fixes on its first GPU run.
-
   python3 bench/peers.py --package /tmp/pkg --out bench/results/DATE-h200-peers.json [--quick]
 
 fusekit is called through the emitted library's C ABI (`fusekit_launch`) with
 ctypes, on PyTorch's current stream, so the kernels timed are the packaged
-ones. Every fusekit result is checked against eager's before it is timed.
+ones. Every fusekit result is checked against eager's before it is timed: eager
+run on the inputs widened to f32 and rounded once to the storage dtype (what
+fusekit computes: f32 math, one rounding), with fusekit's own tolerances
+(search/host_tensor.cpp: f32 1e-5 + 1e-5|ref|, bf16 1e-4 + 2 ulps). Eager's own
+bf16 result rounds every intermediate and is not a sharper reference.
 
 Timing: kernel time by CUDA events around each call after warm-up, median and
 p20/p80 of many calls, inputs rotated over enough copies to exceed L2; per-call
@@ -26,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
-ATOL_RTOL = {"f32": (1e-5, 1e-5), "bf16": (1e-4, 2 * 2.0 ** -7)}
+ATOL_RTOL = {"f32": (1e-5, 1e-5), "bf16": (1e-4, 2 * 2.0 ** -8)}
 
 
 # Each op: layout, input names (with broadcast axes), scalar params, eager function.
@@ -178,6 +179,7 @@ def main():
     ap.add_argument("--package", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="two sizes, fewer repetitions")
+    ap.add_argument("--ops", default="", help="comma-separated subset of the ops")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     fk = Fusekit(a.package)
@@ -186,10 +188,15 @@ def main():
     results = []
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
+    # One static-shape compilation per op, dtype and size, as a model with
+    # fixed shapes gets.
+    torch._dynamo.config.cache_size_limit = 256
     for op, (layout, names, eager) in OPS.items():
+        if a.ops and op not in a.ops.split(","):
+            continue
         scripted = torch.jit.script(eager)
-        compiled = torch.compile(eager)
-        autotuned = torch.compile(eager, mode="max-autotune-no-cudagraphs")
+        compiled = torch.compile(eager, dynamic=False)
+        autotuned = torch.compile(eager, mode="max-autotune-no-cudagraphs", dynamic=False)
         for dt_name, dt in DTYPES.items():
             for n in sizes:
                 shape = shape_for(layout, n)
@@ -205,13 +212,15 @@ def main():
                     bytes_moved = (sum(t.numel() for t in ins) + out.numel()) * out.element_size()
                     if bytes_moved * len(sets) >= 2.5 * l2 or len(sets) >= 64:
                         break
-                ref = eager(*sets[0][0])
+                ref = eager(*[t.float() for t in sets[0][0]]).to(dt)
                 call0 = fk.caller(op, dt_name, sets[0][0], sets[0][1], shape)
                 call0()
                 torch.cuda.synchronize()
                 atol, rtol = ATOL_RTOL[dt_name]
-                ok = torch.allclose(sets[0][1].float(), ref.float(), atol=atol, rtol=rtol)
-                err = (sets[0][1].float() - ref.float()).abs().max().item()
+                got, want = sets[0][1].float(), ref.float()
+                excess = (got - want).abs() / (atol + rtol * want.abs())
+                ok = bool(excess.max().item() <= 1.0)
+                err = (got - want).abs().max().item()
                 impls = {
                     "fusekit": [fk.caller(op, dt_name, i, o, shape) for i, o in sets],
                     "eager": [lambda i=i: eager(*i) for i, _ in sets],
@@ -242,8 +251,10 @@ def main():
                 results.append(row)
                 print("%-22s %-4s %-14s" % (op, dt_name, row["shape"]) + "".join(
                     " %s=%.2fus" % (k, v["median_us"]) for k, v in row["impls"].items()), flush=True)
-    json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": results},
-              open(a.out, "w"), indent=1)
+                # After every row, so a run cut short keeps what it measured.
+                with open(a.out, "w") as f:
+                    json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                               "results": results}, f, indent=1)
     # Summary: ratios at the largest size, geometric means.
     print("\n%-22s %-4s %10s %10s %10s" % ("op", "dtype", "fk/ind", "fk/eager", "x copy"))
     ratios_ind, ratios_eager = [], []

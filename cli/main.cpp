@@ -6,6 +6,7 @@
 //                [--sizes 4096,65536] [--db FILE] [--budget N] [--backend nvrtc,halide] [--model]
 //   fusekit db show|export|import --db FILE [JSONL]
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
+//   fusekit verify --package DIR [--max-elements N]   (FUSEKIT_PTX_ONLY=1: the PTX variants)
 //   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE] [--pattern ...|--expr TEXT] [--cxx c++]
 //   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0 fast=0"]
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/verify_package.h"
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
@@ -272,6 +274,11 @@ int cmd_db(const po::variables_map& vm, const std::vector<std::string>& rest) {
 // against the CPU reference (also the way to run winners under
 // compute-sanitizer). Exit 1 when any winner fails.
 int cmd_verify(const po::variables_map& vm) {
+  if (vm.count("package")) {
+    const int64_t max_elements = vm["max-elements"].as<int64_t>();
+    if (max_elements < 1) throw UserError("--max-elements " + std::to_string(max_elements) + " must be at least 1");
+    return verify_package(vm["package"].as<std::string>(), max_elements);
+  }
   if (!vm.count("arch")) throw UserError("verify needs --arch, e.g. --arch sm_90");
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
   const auto cands = selected_candidates(vm);
@@ -390,6 +397,9 @@ int run(int argc, char** argv) {
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
       ("out", po::value<std::string>(), "package folder for `build`")
+      ("package", po::value<std::string>(), "`verify` the kernels of this built package through its C API")
+      ("max-elements", po::value<int64_t>()->default_value(int64_t{1} << 27),
+       "`verify --package`: skip problems larger than this")
       ("cxx", po::value<std::string>()->default_value("c++"), "C++ compiler `build` uses for the package")
       ("runtime-lib", po::value<std::string>()->default_value(FUSEKIT_RUNTIME_LIBRARY),
        "libfusekit_runtime.a `build` links into packages")
@@ -409,7 +419,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> cmd = vm.count("command") ? vm["command"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("help") || cmd.empty()) {
     std::cout << "usage: fusekit list | tune --arch SM [...] | db show|export|import --db FILE [JSONL] |\n"
-              << "       verify --arch SM --db FILE [--sizes ...] | build --arch SM,SM --out DIR [--db FILE] |\n"
+              << "       verify --arch SM --db FILE [--sizes ...] | verify --package DIR |\n"
+              << "       build --arch SM,SM --out DIR [--db FILE] |\n"
               << "       source --pattern NAME --arch SM [--params ...]\n"
               << opts << "\n";
     return cmd.empty() && !vm.count("help") ? 2 : 0;

@@ -41,9 +41,9 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const std
     op_known = true;
     if (v.dtype != dt) continue;
     dtype_known = true;
-    exact |= v.sm == device.sm;
+    exact |= v.sm == device.sm && !device.ptx_only;
     ptx |= v.sm == 0;
-    if (v.image_kind == 0 && v.sm / 10 == device.sm / 10 && v.sm % 10 <= device.sm % 10 && v.sm > same_major)
+    if (v.image_kind == 0 && !device.ptx_only && v.sm / 10 == device.sm / 10 && v.sm % 10 <= device.sm % 10 && v.sm > same_major)
       same_major = v.sm;
   }
   if (!op_known) return Status(StatusCode::kNotFound, "the package has no op '" + op + "'");
@@ -160,7 +160,8 @@ Status Package::device_props(const CudaDriver& d, CUcontext ctx, DeviceProps* pr
   FUSEKIT_CU_RETURN(d, cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "");
   auto l = std::make_unique<Loaded>();
   l->ctx = ctx;
-  l->props = {major * 10 + minor, sms};
+  const char* ptx_only = std::getenv("FUSEKIT_PTX_ONLY");
+  l->props = {major * 10 + minor, sms, ptx_only && *ptx_only && std::strcmp(ptx_only, "0") != 0};
   *props = l->props;
   loaded_.push_back(std::move(l));
   return Status();

@@ -59,6 +59,19 @@ TEST(SelectVariant, SameMajorCubinThenPtx) {
   EXPECT_STREQ(s.arch_step, "ptx jit");
 }
 
+TEST(SelectVariant, PtxOnlyDevicesSkipEveryCubin) {
+  Selection s;
+  DeviceProps device{90, 132, /*ptx_only=*/true};
+  ASSERT_TRUE(select_variant(kTable, kCount, "relu_add", DType::kF32, device, 1 << 20, 256, &s).ok());
+  EXPECT_STREQ(s.variant->entry, "ptx_b20");
+  EXPECT_STREQ(s.arch_step, "ptx jit");
+  ASSERT_TRUE(select_variant(kTable, kCount, "relu_add", DType::kF32, device, 1 << 20, 4, &s).ok());
+  EXPECT_STREQ(s.variant->entry, "ptx_generic");
+  // An op with cubins only has nothing to offer.
+  EXPECT_EQ(select_variant(kTable, kCount, "relu_add", DType::kBF16, device, 1 << 20, 256, &s).code(),
+            StatusCode::kNotSupported);
+}
+
 TEST(SelectVariant, MisalignedPointersTakeTheGenericVariant) {
   Selection s = pick(90, 1 << 20, 4);
   EXPECT_STREQ(s.variant->entry, "sm90_generic");

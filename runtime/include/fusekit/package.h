@@ -69,6 +69,10 @@ namespace fusekit {
 struct DeviceProps {
   int sm = 0;          // 90
   int sm_count = 0;
+  // Take the portable PTX even where a cubin fits: set from the environment
+  // variable FUSEKIT_PTX_ONLY (non-empty, not "0") when a context is first
+  // seen, to test the JIT fallback on a GPU the package has cubins for.
+  bool ptx_only = false;
 };
 
 // The outcome of selection, with the fallback steps taken.

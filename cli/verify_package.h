@@ -1,0 +1,23 @@
+// `fusekit verify --package DIR`: every kernel an emitted package picks on
+// this GPU, launched through the package's own C API, against the Halide CPU
+// reference. See verify_package.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "generator/fusion_candidate.h"
+
+namespace fusekit {
+
+// Problems over max_elements are skipped (and counted). Returns the exit
+// status: 0 when every check passed. Throws UserError for a missing package
+// or GPU.
+int verify_package(const std::string& dir, int64_t max_elements);
+
+// An odd-sized iteration domain (innermost first) whose element count lies
+// in shape bucket k, i.e. 2^(k-1) < n <= 2^k.
+std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k);
+
+}  // namespace fusekit

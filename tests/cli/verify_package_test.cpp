@@ -1,0 +1,32 @@
+// The problems `fusekit verify --package` runs: one odd shape per bucket.
+#include <gtest/gtest.h>
+
+#include "cli/verify_package.h"
+#include "fusekit/shape_bucket.h"
+#include "generator/catalog.h"
+
+namespace fusekit {
+namespace {
+
+TEST(VerifyPackage, OddDomainsLandInTheirBucket) {
+  for (const auto& c : catalog()) {
+    for (int k = 2; k <= 30; ++k) {  // (1, 2] holds no odd count
+      const std::vector<int64_t> d = odd_domain_in_bucket(c, k);
+      ASSERT_EQ(d.size(), c.odd_domain().size()) << c.name << " k=" << k;
+      int64_t n = 1;
+      for (int64_t e : d) {
+        EXPECT_GE(e, 1);
+        EXPECT_EQ(e % 2, 1) << c.name << " k=" << k << ": every extent odd";
+        n *= e;
+      }
+      EXPECT_EQ(shape_bucket_log2(n), k) << c.name << " n=" << n;
+    }
+  }
+  // Large buckets keep the catalog's odd inner extents (broadcast rows and
+  // channels of odd length) and stretch the outermost one.
+  const auto& gelu = find_pattern("bias_gelu");
+  EXPECT_EQ(odd_domain_in_bucket(gelu, 20)[0], gelu.odd_domain()[0]);
+}
+
+}  // namespace
+}  // namespace fusekit
