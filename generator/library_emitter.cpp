@@ -433,10 +433,23 @@ void compile_package(const EmitOptions& o, const fs::path& out) {
 
 }  // namespace
 
-EmitReport emit_library(const TuneDb& db, const EmitOptions& o) {
-  if (o.archs.empty()) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
-  if (o.out_dir.empty()) throw UserError("build needs --out DIR");
-  for (const Arch& a : o.archs) require_arch(a.name());
+EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
+  if (options.archs.empty()) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
+  if (options.out_dir.empty()) throw UserError("build needs --out DIR");
+  for (const Arch& a : options.archs) require_arch(a.name());
+  // The build steps change directory: every input path absolute, and each
+  // checked before anything is written.
+  EmitOptions o = options;
+  auto existing = [](const std::string& path, const char* flag, const char* what) {
+    std::error_code ec;
+    const fs::path p = fs::absolute(path, ec);
+    if (path.empty() || ec || !fs::exists(p))
+      throw UserError(std::string(what) + " '" + path + "' does not exist; pass " + flag + " PATH");
+    return p.string();
+  };
+  o.runtime_library = existing(o.runtime_library, "--runtime-lib", "runtime library");
+  o.runtime_include = existing(o.runtime_include, "--runtime-include", "runtime include folder");
+  o.cuda_include = existing(o.cuda_include, "--cuda-include", "CUDA include folder");
   EmitReport report;
   std::vector<Variant> variants = collect_variants(db, o, &report);
   if (variants.empty())

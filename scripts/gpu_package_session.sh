@@ -10,6 +10,7 @@ pkg=/tmp/pkg
 step environment
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } >>"$log" 2>&1
 
+if [ -z "${SKIP_TUNE:-}" ]; then
 step copy bandwidth at the byte counts of the 64 M-element kernels, and 1 GiB
 # Bytes copied = half the traffic: f32/bf16 with 2, 3 and 4 tensors.
 for b in 134217728 201326592 268435456 402653184 536870912 1073741824; do
@@ -24,6 +25,7 @@ echo "tune rc=$?" | tee -a "$log"
 for b in 268435456 536870912 1073741824; do
   timeout 30 "$bin/copy_bandwidth" $b 50 | tee -a "$log" "$out/copy.jsonl"
 done
+fi
 
 step package
 rm -rf "$pkg" /tmp/p.db

@@ -12,8 +12,8 @@ done
 mkdir -p "$root/.device/lib"
 cp "$root/$build/runtime/libfusekit_runtime.a" "$root/.device/lib/"
 cd "$root/.device/debs"
-if ! ls libhalide14-0_*.deb >/dev/null 2>&1; then
-  apt-get download libhalide14-0 libllvm14 libz3-4 libboost-program-options1.74.0 libicu72 libxxhash0 \
-    libffi8 libedit2 libxml2 libtinfo6 libbsd0 libmd0
-fi
+for p in libhalide14-0 libllvm14 libz3-4 libboost-program-options1.74.0 libicu72 libxxhash0 \
+  libffi8 libedit2 libxml2 libtinfo6 libbsd0 libmd0 libbenchmark1debian; do
+  ls "${p}"_*.deb >/dev/null 2>&1 || apt-get download "$p"
+done
 du -sh "$root/.device"

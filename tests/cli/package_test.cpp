@@ -161,12 +161,23 @@ int main() {
   EXPECT_NE(r.out.find(" 0 bad"), std::string::npos) << r.out;
 }
 
-TEST_F(Package, ARelativeOutputFolderWorks) {
+// Relative paths are resolved against the caller's folder, not the build
+// steps' (a relative --runtime-lib once failed inside `ar x`).
+TEST_F(Package, RelativePathsWork) {
+  fs::create_directories(dir_ / "rt");
+  fs::copy_file(FUSEKIT_RUNTIME_LIBRARY, dir_ / "rt" / "libfusekit_runtime.a", fs::copy_options::overwrite_existing);
   const std::string cmd = "cd " + dir_.string() + " && " + FUSEKIT_BINARY +
-                          " build --arch sm_90 --pattern relu_add --db t.db --out relative/pkg";
+                          " build --arch sm_90 --pattern relu_add --db t.db --out relative/pkg"
+                          " --runtime-lib rt/libfusekit_runtime.a";
   Result r = sh(cmd);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(dir_ / "relative/pkg/lib/libfusekit_kernels.a"));
+  r = sh("cd " + dir_.string() + " && " + FUSEKIT_BINARY +
+         " build --arch sm_90 --pattern relu_add --db t.db --out relative/pkg2 --runtime-lib nowhere/lib.a");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("cannot read nowhere/lib.a (--runtime-lib)"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "relative/pkg2"));
 }
 
 TEST_F(Package, BuildErrorsNameWhatIsMissing) {
