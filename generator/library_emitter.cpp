@@ -340,7 +340,8 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
     for (const auto& p : c->params) a << arg_name(p.name, c->layout) << ", ";
     a << "0.0f};\n  const int64_t fk_domain[] = {";
     for (const auto& s : shape_args(c->layout)) a << s << ", ";
-    a << "};\n  return run(*find_op(" << c_string(c->name) << "), static_cast<fusekit::DType>(" << static_cast<int>(dt)
+    a << "};\n  static const OpShape* const fk_op = find_op(" << c_string(c->name) << ");\n"
+      << "  return run(*fk_op, static_cast<fusekit::DType>(" << static_cast<int>(dt)
       << "), fk_in, fk_out, fk_params, fk_domain, stream);\n}\n\n";
   }
   a << "int fusekit_launch(const char* op, const char* dtype, const void* const* inputs, int num_inputs,\n"

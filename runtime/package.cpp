@@ -29,10 +29,10 @@ int common_alignment(const std::vector<CUdeviceptr>& pointers) {
 
 // Allocation-free: a few passes over the table (it is small), strings only
 // on the error paths.
-Status select_variant(const fusekit_variant_desc* table, size_t count, const std::string& op, DType dtype,
+Status select_variant(const fusekit_variant_desc* table, size_t count, const char* op_name, DType dtype,
                       const DeviceProps& device, int64_t elements, int pointer_alignment, Selection* out) {
   const int dt = static_cast<int>(dtype);
-  const char* op_name = op.c_str();
+  if (!op_name) return Status(StatusCode::kInvalidArgument, "null op name");
   bool op_known = false, dtype_known = false, exact = false, ptx = false;
   int same_major = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -46,6 +46,7 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const std
     if (v.image_kind == 0 && !device.ptx_only && v.sm / 10 == device.sm / 10 && v.sm % 10 <= device.sm % 10 && v.sm > same_major)
       same_major = v.sm;
   }
+  const std::string op = op_name;  // error paths below: strings are fine there
   if (!op_known) return Status(StatusCode::kNotFound, "the package has no op '" + op + "'");
   if (!dtype_known) {
     std::string dtypes;
@@ -207,22 +208,27 @@ Status Package::explain(const std::string& op, DType dtype, int64_t elements, in
   DeviceProps props;
   st = device_props(*d, ctx, &props);
   if (!st.ok()) return st;
-  return select_variant(table_, count_, op, dtype, props, elements, pointer_alignment, out);
+  return select_variant(table_, count_, op.c_str(), dtype, props, elements, pointer_alignment, out);
 }
 
-Status Package::launch(const std::string& op, DType dtype, const LaunchShape& shape, const LaunchArgs& args,
+Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, const LaunchArgs& args,
                        CUstream stream) {
+  if (!op) return Status(StatusCode::kInvalidArgument, "null op name");
   for (int64_t e : shape.domain)
     if (e < 0) return Status(StatusCode::kInvalidArgument, "negative extent " + std::to_string(e));
-  if (shape.elements() == 0) return Status();
-  std::vector<CUdeviceptr> pointers;
+  const int64_t elements = shape.elements();
+  if (elements == 0) return Status();
+  // Null checks and the largest power of two (<= 256) dividing every pointer.
+  CUdeviceptr bits = 256;
   for (const auto* list : {&args.inputs, &args.outputs})
     for (size_t i = 0; i < list->size(); ++i) {
       if ((*list)[i] == 0)
         return Status(StatusCode::kInvalidArgument, std::string(list == &args.inputs ? "input " : "output ") +
                                                         std::to_string(i) + " is a null pointer");
-      pointers.push_back((*list)[i]);
+      bits |= (*list)[i];
     }
+  const int alignment = static_cast<int>(bits & (~bits + 1));
+  const int bucket = shape_bucket_log2(elements);
   const CudaDriver* d = nullptr;
   CUcontext ctx = nullptr;
   Status st = driver_and_context(&d, &ctx);
@@ -232,22 +238,35 @@ Status Package::launch(const std::string& op, DType dtype, const LaunchShape& sh
   PreparedLaunch prepared;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    DeviceProps props;
-    st = device_props(*d, ctx, &props);
-    if (!st.ok()) return st;
-    Selection sel;
-    st = select_variant(table_, count_, op, dtype, props, shape.elements(), common_alignment(pointers), &sel);
-    if (!st.ok()) return st;
     Loaded* l = nullptr;
-    st = function_for(*d, ctx, sel.variant, &l);
-    if (!st.ok()) return st;
+    int sm_count = 0;
+    for (const Recent& r : recent_)
+      if (r.loaded && r.ctx == ctx && r.dtype == dtype && r.bucket == bucket && r.alignment == alignment &&
+          std::strcmp(r.loaded->variant->op, op) == 0) {
+        l = r.loaded;
+        sm_count = r.sm_count;
+        break;
+      }
+    if (!l) {
+      DeviceProps props;
+      st = device_props(*d, ctx, &props);
+      if (!st.ok()) return st;
+      Selection sel;
+      st = select_variant(table_, count_, op, dtype, props, elements, alignment, &sel);
+      if (!st.ok()) return st;
+      st = function_for(*d, ctx, sel.variant, &l);
+      if (!st.ok()) return st;
+      sm_count = props.sm_count;
+      recent_[next_recent_] = Recent{ctx, dtype, bucket, alignment, l, sm_count};
+      next_recent_ = (next_recent_ + 1) % kRecent;
+    }
     // The shape as the kernel sees it: the caller's, on this device.
     const bool same = l->have_prepared && l->prepared_shape.domain == shape.domain &&
                       l->prepared_shape.inputs == shape.inputs && l->prepared_shape.outputs == shape.outputs &&
-                      l->prepared_shape.sm_count == props.sm_count;
+                      l->prepared_shape.sm_count == sm_count;
     if (!same) {
       l->prepared_shape = shape;
-      l->prepared_shape.sm_count = props.sm_count;
+      l->prepared_shape.sm_count = sm_count;
       l->have_prepared = false;
       st = prepare_launch(l->artifact, l->prepared_shape, &l->prepared);
       if (!st.ok()) return st;

@@ -74,6 +74,31 @@ TEST_F(PackageLaunch, MisalignedPointersTakeTheGenericKernel) {
   EXPECT_EQ(fake::state().launches.at(0).block[0], 256u);  // the generic variant
 }
 
+// Repeated calls reuse the last selection per (context, op, dtype, bucket,
+// alignment); a change in any of them selects again.
+TEST_F(PackageLaunch, ReusedSelectionsFollowAlignmentBucketAndContext) {
+  Package p(kTable, 3, &fake::driver());
+  const int64_t n = 1 << 20;
+  ASSERT_TRUE(p.launch("relu_add", DType::kF32, shape(n), args(0x1000), nullptr).ok());
+  ASSERT_TRUE(p.launch("relu_add", DType::kF32, shape(n), args(0x1004), nullptr).ok());
+  ASSERT_TRUE(p.launch("relu_add", DType::kF32, shape(n), args(0x1000), nullptr).ok());
+  ASSERT_TRUE(p.launch("relu_add", DType::kF32, shape(n + 1), args(0x1000), nullptr).ok());  // same bucket, new shape
+  fake::state().current = reinterpret_cast<CUcontext>(0x2);
+  fake::state().sm = 75;  // the new context's device has no cubin: PTX
+  ASSERT_TRUE(p.launch("relu_add", DType::kF32, shape(n), args(0x1000), nullptr).ok());
+  const auto& l = fake::state().launches;
+  ASSERT_EQ(l.size(), 5u);
+  EXPECT_EQ(l[0].block[0], 128u);
+  EXPECT_EQ(l[1].block[0], 256u);  // misaligned: generic, not the reused tuned kernel
+  EXPECT_EQ(l[2].block[0], 128u);
+  EXPECT_EQ(l[3].args[3], static_cast<uint64_t>(n + 1));
+  EXPECT_EQ(l[3].grid[0], static_cast<unsigned>((n + 1 + 511) / 512));
+  EXPECT_EQ(l[4].block[0], 64u);
+  // An op or dtype the package lacks is still a status after a reuse.
+  EXPECT_EQ(p.launch("relu_ad", DType::kF32, shape(n), args(0x1000), nullptr).code(), StatusCode::kNotFound);
+  EXPECT_EQ(p.launch("relu_add", DType::kBF16, shape(n), args(0x1000), nullptr).code(), StatusCode::kNotSupported);
+}
+
 TEST_F(PackageLaunch, UnknownArchFallsBackToPtxWith32BitShape) {
   fake::state().sm = 75;
   Package p(kTable, 3, &fake::driver());

@@ -85,7 +85,7 @@ struct Selection {
 
 // Picks a variant from a table. `pointer_alignment` is the largest power of
 // two dividing every tensor pointer of the call (use 256 when unknown).
-Status select_variant(const fusekit_variant_desc* table, size_t count, const std::string& op, DType dtype,
+Status select_variant(const fusekit_variant_desc* table, size_t count, const char* op, DType dtype,
                       const DeviceProps& device, int64_t elements, int pointer_alignment, Selection* out);
 
 // Largest power of two (up to 256) dividing every pointer.
@@ -103,8 +103,15 @@ class Package {
 
   // Selects for the current context's device and launches on `stream`.
   // Zero elements: success, nothing launched.
+  // Thread-safe. After a context's first call for an (op, dtype, shape
+  // bucket, pointer alignment), the selection and the evaluated launch of the
+  // last shape are reused: a repeated call does no selection, allocation or
+  // string work.
+  Status launch(const char* op, DType dtype, const LaunchShape& shape, const LaunchArgs& args, CUstream stream);
   Status launch(const std::string& op, DType dtype, const LaunchShape& shape, const LaunchArgs& args,
-                CUstream stream);
+                CUstream stream) {
+    return launch(op.c_str(), dtype, shape, args, stream);
+  }
   // Which variant a call would take on the current device, and why.
   Status explain(const std::string& op, DType dtype, int64_t elements, int pointer_alignment, Selection* out);
 
@@ -118,11 +125,24 @@ class Package {
 
   Status driver_and_context(const CudaDriver** d, CUcontext* ctx) const;
 
+  // Recent selections, checked before select_variant (round-robin).
+  struct Recent {
+    CUcontext ctx = nullptr;
+    DType dtype = DType::kF32;
+    int bucket = 0;
+    int alignment = 0;
+    Loaded* loaded = nullptr;
+    int sm_count = 0;
+  };
+  static constexpr int kRecent = 8;
+
   const fusekit_variant_desc* table_;
   size_t count_;
   const CudaDriver* driver_;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<Loaded>> loaded_;
+  std::vector<std::unique_ptr<Loaded>> loaded_;  // never shrinks: Recent points into it
+  Recent recent_[kRecent];
+  int next_recent_ = 0;
 };
 
 // Parses a variant's launch description; kInvalidArgument names the field.
