@@ -46,15 +46,15 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
     if (v.image_kind == 0 && !device.ptx_only && v.sm / 10 == device.sm / 10 && v.sm % 10 <= device.sm % 10 && v.sm > same_major)
       same_major = v.sm;
   }
-  const std::string op = op_name;  // error paths below: strings are fine there
-  if (!op_known) return Status(StatusCode::kNotFound, "the package has no op '" + op + "'");
+  // Strings only on the error paths below (a name over 15 bytes allocates).
+  if (!op_known) return Status(StatusCode::kNotFound, "the package has no op '" + std::string(op_name) + "'");
   if (!dtype_known) {
     std::string dtypes;
     for (size_t i = 0; i < count; ++i) {
       const std::string d = dtype_name(static_cast<DType>(table[i].dtype));
-      if (op == table[i].op && dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : " ") + d;
+      if (std::strcmp(op_name, table[i].op) == 0 && dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : " ") + d;
     }
-    return Status(StatusCode::kNotSupported, "op '" + op + "' was not built for " + dtype_name(dtype) +
+    return Status(StatusCode::kNotSupported, "op '" + std::string(op_name) + "' was not built for " + dtype_name(dtype) +
                                                  "; the package has: " + dtypes);
   }
   int want_sm;
@@ -65,9 +65,9 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
   else {
     std::string archs;
     for (size_t i = 0; i < count; ++i)
-      if (op == table[i].op && table[i].dtype == dt && archs.find(std::to_string(table[i].sm)) == std::string::npos)
+      if (std::strcmp(op_name, table[i].op) == 0 && table[i].dtype == dt && archs.find(std::to_string(table[i].sm)) == std::string::npos)
         archs += " sm_" + std::to_string(table[i].sm);
-    return Status(StatusCode::kNotSupported, "no code for sm_" + std::to_string(device.sm) + " in op '" + op +
+    return Status(StatusCode::kNotSupported, "no code for sm_" + std::to_string(device.sm) + " in op '" + std::string(op_name) +
                                                  "' (package has" + archs + "); rebuild it with --arch sm_" +
                                                  std::to_string(device.sm));
   }
@@ -95,7 +95,7 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
   if (nearest) { *out = Selection{nearest, arch_step, "nearest bucket"}; return Status(); }
   if (generic) { *out = Selection{generic, arch_step, "generic"}; return Status(); }
   return Status(StatusCode::kInvalidArgument, "tensor pointers are only " + std::to_string(pointer_alignment) +
-                                                  "-byte aligned; op '" + op + "' needs element alignment");
+                                                  "-byte aligned; op '" + std::string(op_name) + "' needs element alignment");
 }
 
 Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* a) {
