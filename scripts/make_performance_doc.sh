@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
-# Regenerates docs/performance.md from the committed results of the H200 runs of 2026-11-30.
+# Regenerates docs/performance.md (and docs/img/peers-*.png) from the committed
+# results of the H200 runs of 2026-11-30. Needs python3-matplotlib for the plots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 r=bench/results/2026-11-30-h200
-python3 scripts/performance_report.py "$r-summary.json" docs/performance.md \
-  --run 020bcad "$r-020bcad-records.jsonl" "$r-020bcad-copy.jsonl" \
-  --run 5e99409 "$r-5e99409-records.jsonl" "$r-5e99409-copy.jsonl" \
-  --memcheck "$r-020bcad-memcheck.txt,$r-5e99409-memcheck.txt" \
-  --gpu-test "$r-020bcad-gpu_test.json,$r-5e99409-gpu_test.json" --notes docs/performance_notes.md \
-  --command "# at each commit (020bcad, 5e99409):
-scripts/prepare_device.sh build && BUDGET=32 TUNE_TIMEOUT=450 bash scripts/gpu_session.sh       # 020bcad
-scripts/prepare_device.sh build && BUDGET=20 TUNE_TIMEOUT=230 MEMCHECK_TIMEOUT=40 bash scripts/gpu_session.sh  # 5e99409
+py=${PYTHON:-$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)}
+"$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
+  --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
+  --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
+  --memcheck "$r-a11723e-memcheck.txt" --gpu-test "$r-a11723e-gpu_test.json" --notes docs/performance_notes.md \
+  --command "# the whole catalog (run a11723e), then the 64 M rows again next to same-bytes copies (run a2a0ff6-64m):
+scripts/prepare_device.sh build && BUDGET=24 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 bash scripts/gpu_session.sh
+scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl TUNE_TIMEOUT=150 \\
+  bash scripts/gpu_package_session.sh
 # gpu_session.sh runs, on the H200:
 #   gpu_test                                          (ctest label gpu)
-#   copy_bandwidth                                    (before and after tuning)
-#   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 4096,65536,1048576,67108864 --budget \$BUDGET --db /tmp/h200.db
+#   copy_bandwidth                                    (1 GiB, before and after tuning)
+#   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 4096,65536,1048576,67108864 --budget 24 --db /tmp/h200.db
 #   fusekit db export --db /tmp/h200.db h200.jsonl
-#   compute-sanitizer --tool memcheck fusekit verify --arch sm_90 --dtype f32,bf16 --sizes 4096,65536 --db /tmp/h200.db"
+#   compute-sanitizer --tool memcheck fusekit verify --arch sm_90 --dtype f32,bf16 --sizes 4096,65536 --db /tmp/h200.db
+# gpu_package_session.sh first runs copy_bandwidth at 128, 192, 256, 384, 512 and 1024 MiB and
+#   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
+  --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
+  --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call" \
+  --peers fc2b3b4 "$r-fc2b3b4-peers.json" --plots img \
+  --peers-command "scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl \\
+  PEERS_TIMEOUT=540 bash scripts/gpu_peers_session.sh
+# = fusekit build --arch sm_90 (run a11723e's records), then
+#   python3 bench/peers.py --package /tmp/pkg --out peers.json      (3 min 14 s on the H200)"
