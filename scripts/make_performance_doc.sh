@@ -22,9 +22,10 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
 # gpu_package_session.sh first runs copy_bandwidth at 128, 192, 256, 384, 512 and 1024 MiB and
 #   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
-  --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call" \
-  --peers fc2b3b4 "$r-fc2b3b4-peers.json" --plots img \
+  --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
+  --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
+  --peers 261f2b1 "$r-261f2b1-peers.json" --plots img \
   --peers-command "scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl \\
   PEERS_TIMEOUT=540 bash scripts/gpu_peers_session.sh
 # = fusekit build --arch sm_90 (run a11723e's records), then
-#   python3 bench/peers.py --package /tmp/pkg --out peers.json      (3 min 14 s on the H200)"
+#   python3 bench/peers.py --package /tmp/pkg --out peers.json      (2 min 24 s on the H200)"

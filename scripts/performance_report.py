@@ -191,7 +191,8 @@ def runtime_section(w, package_runs):
     w("`fusekit verify --package` loads the package's shared library as an application does and calls")
     w("`fusekit_launch`, so the package's own selection and launch code runs: per op and dtype, one odd-sized")
     w("problem inside every tuned shape bucket and one with pointers offset by one element, each against the")
-    w("Halide CPU reference.\n")
+    w("Halide CPU reference. \"not taken\" lists generic variants that no call reaches: where a tuned")
+    w("variant needs only element alignment (vec=1), misaligned pointers select it instead.\n")
     for label, prefix, comment in package_runs:
         w("### Run %s (%s)\n" % (label, comment))
         for line in open(prefix + "-verify_package.txt"):
@@ -274,8 +275,10 @@ def peers_section(w, label, path, command, doc, plots):
                                                          f(pc["eager"]), f(pc["torchscript"]), f(pc["inductor"]),
                                                          f(gr["fusekit"]), f(gr["eager"])))
     w("\nfusekit's per-call time is below both eager's and TorchScript's in %d of %d small-size cases." % (wins, total))
-    w("Its per-call cost from Python is mostly ctypes: the C++ call itself adds ~0.2 µs to a raw launch")
-    w("(runtime section).\n")
+    w("The Python side converts fusekit's arguments once and caches the stream, as a framework binding's C++")
+    w("side would (an earlier run, `fc2b3b4`, looked the stream up through `torch.cuda.current_stream()` on")
+    w("every call and lost to TorchScript in several cases). The C++ call itself adds about 0.1 µs to a raw")
+    w("launch (runtime section).\n")
     w("Not measured yet: the Nsight Compute figures (launch-overhead share, achieved occupancy per kernel).\n")
     if plots:
         try:
