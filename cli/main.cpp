@@ -26,6 +26,7 @@
 #include "generator/halide_backend.h"
 #include "generator/library_emitter.h"
 #include "generator/nvrtc_compiler.h"
+#include "generator/row_reduction_printer.h"
 #include "fusekit/shape_bucket.h"
 #include "search/tuner.h"
 #include "tunedb/tune_db.h"
@@ -106,6 +107,20 @@ std::vector<int64_t> domain_for(const FusionCandidate& cand, const SizeSpec& siz
   return std::vector<int64_t>(size.rbegin(), size.rend());
 }
 
+// Shapes the reduction issue tunes for: rows x cols, and an odd one.
+constexpr const char* kRowShapes = "256x1024,32768x1024,8192x4096,4096x16384,1024x65536,3000x3001";
+
+// --sizes as given, or (left at its default) the pointwise element counts
+// for pointwise ops and kRowShapes for row reductions.
+std::vector<SizeSpec> sizes_for(const po::variables_map& vm, const FusionCandidate& cand) {
+  if (cand.reduces() && vm["sizes"].defaulted()) return parse_sizes({kRowShapes});
+  return parse_sizes(vm["sizes"].as<std::vector<std::string>>());
+}
+
+TemplateKind template_of(const FusionCandidate& cand) {
+  return cand.reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise;
+}
+
 std::string host_name() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
@@ -137,9 +152,8 @@ int cmd_tune(const po::variables_map& vm) {
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
   const std::vector<FusionCandidate> cands = selected_candidates(vm);
   const std::vector<DType> dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
-  const std::vector<SizeSpec> sizes = parse_sizes(vm["sizes"].as<std::vector<std::string>>());
   for (const auto& cand : cands)
-    for (const auto& s : sizes) domain_for(cand, s);  // every shape fits before anything is opened
+    for (const auto& s : sizes_for(vm, cand)) domain_for(cand, s);  // every shape fits before anything is opened
   std::vector<Backend> backends;
   for (const auto& b : split_list(vm["backend"].as<std::vector<std::string>>())) backends.push_back(parse_backend(b));
   const int budget = vm["budget"].as<int>();
@@ -195,8 +209,12 @@ int cmd_tune(const po::variables_map& vm) {
       task.pattern = cand.name;
       task.pipeline_text = canonical_pipeline_text(cand, dt);
       task.pipeline_hash = pipeline_hash(task.pipeline_text);
+      const std::vector<SizeSpec> sizes = sizes_for(vm, cand);
       for (const auto& s : sizes) task.domains.push_back(domain_for(cand, s));
       task.verify_domain = cand.odd_domain();
+      task.kind = template_of(cand);
+      task.cached_inputs = 0;
+      for (const auto& in : cand.inputs) task.cached_inputs += in.full();
       options.progress = [&](const std::string& line) {
         const double t = elapsed();
         const double frac = (static_cast<double>(done) + 0.5) / static_cast<double>(total);
@@ -283,7 +301,7 @@ int cmd_verify(const po::variables_map& vm) {
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
   const auto cands = selected_candidates(vm);
   const auto dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
-  const auto sizes = parse_sizes(vm["sizes"].as<std::vector<std::string>>());
+
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
   if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE");
   auto db = open_sqlite_db(path);
@@ -313,7 +331,7 @@ int cmd_verify(const po::variables_map& vm) {
       auto builder = make_kernel_builder(cand, dt, arch);
       auto built = builder->build(winners);
       std::vector<std::vector<int64_t>> domains = {cand.odd_domain()};
-      for (const auto& s : sizes) domains.push_back(domain_for(cand, s));
+      for (const auto& s : sizes_for(vm, cand)) domains.push_back(domain_for(cand, s));
       for (size_t i = 0; i < winners.size(); ++i) {
         for (const auto& d : domains) {
           Problem p = wl->problem(d);
@@ -366,14 +384,19 @@ int cmd_source(const po::variables_map& vm) {
   auto cands = selected_candidates(vm);
   if (cands.size() != 1) throw UserError("source prints one kernel: give one --pattern or --expr");
   DType dt = parse_dtypes(vm["dtype"].as<std::vector<std::string>>()).front();
-  Config config = Config::parse(vm["params"].as<std::string>());
-  ParamSpace space = PointwiseTemplate::space(arch, Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)));
+  const TemplateKind kind = template_of(cands[0]);
+  Config config = Config::parse(vm["params"].defaulted() && kind == TemplateKind::kRowReduction
+                                    ? "cache=4 fast=0 rows=1 threads=256 vec=4"
+                                    : vm["params"].as<std::string>());
+  int full_inputs = 0;
+  for (const auto& in : cands[0].inputs) full_inputs += in.full();
+  ParamSpace space = template_space(kind, arch, Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), full_inputs);
   std::string bad = space.violation(config);
   if (!bad.empty()) throw UserError("--params '" + config.to_string() + "' is not a legal schedule for " +
                                     arch.arch.name() + ": " + bad);
   Pipeline p = instantiate(cands[0], dt);
-  PrintedKernel k = print_pointwise_kernel(cands[0], p, config,
-                                           kernel_symbol(cands[0], dt, arch.arch, Backend::kNvrtc, config));
+  PrintedKernel k =
+      print_nvrtc_kernel(cands[0], p, config, kernel_symbol(cands[0], dt, arch.arch, Backend::kNvrtc, config));
   std::fputs(k.source.c_str(), stdout);
   return 0;
 }

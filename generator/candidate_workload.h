@@ -13,7 +13,9 @@ namespace fusekit {
 // Shapes, parameters and the CPU reference: the candidate's Halide pipeline
 // JIT-compiled for the host (vectorized and parallel, so 64 M elements take
 // well under a second).
-std::unique_ptr<Workload> make_candidate_workload(const FusionCandidate& candidate, DType dtype);
+// Inputs are drawn from [-input_magnitude, input_magnitude) when measured.
+std::unique_ptr<Workload> make_candidate_workload(const FusionCandidate& candidate, DType dtype,
+                                                  float input_magnitude = 3.0f);
 
 // Builds both backends for one arch. Every failure becomes a BuildResult
 // with the error text; nothing throws out of build().

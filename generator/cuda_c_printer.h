@@ -4,6 +4,7 @@
 // operations, so NVRTC needs no include path.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "fusekit/kernel_artifact.h"
@@ -16,7 +17,15 @@ namespace fusekit {
 // (after CSE) into `statements` as `let_prefix` + their name. Image calls
 // print as the input's name ("in_x"), parameters as theirs ("p_alpha").
 // Throws UserError for IR it cannot print.
-std::string print_cuda_expr(const Halide::Expr& e, std::string* statements, const std::string& let_prefix = "v_");
+// Calls to Funcs named in `func_values` print as the mapped text (a row
+// reduction's value, say) instead of being inlined.
+std::string print_cuda_expr(const Halide::Expr& e, std::string* statements, const std::string& let_prefix = "v_",
+                            const std::map<std::string, std::string>* func_values = nullptr);
+
+// Device helpers every printed kernel starts with: f16/bf16 conversions
+// (scalar and packed pairs), fk_tanh/fk_erf (fast forms under FK_FAST),
+// floor division, and fk_pack<T, N>.
+const char* cuda_prelude();
 
 // Source and launch description of one kernel. The artifact's image is empty
 // until NVRTC compiles `source`.

@@ -19,7 +19,7 @@ struct Node;
 using NodePtr = std::shared_ptr<const Node>;
 
 struct Node {
-  enum class Kind { kNumber, kInput, kParam, kUnary, kBinary, kCompare, kCall };
+  enum class Kind { kNumber, kInput, kParam, kUnary, kBinary, kCompare, kCall, kReduce };
   Kind kind;
   double number = 0;
   std::string name;          // input / param / output / call / operator
@@ -101,7 +101,7 @@ struct CallInfo {
 constexpr CallInfo kCalls[] = {
     {"exp", 1}, {"log", 1},  {"tanh", 1}, {"sigmoid", 1}, {"relu", 1}, {"gelu", 1}, {"gelu_tanh", 1},
     {"silu", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"abs", 1},   {"min", 2},  {"max", 2},  {"pow", 2},
-    {"where", 3},
+    {"where", 3}, {"sum", 2},  {"mean", 2},
 };
 
 class Parser {
@@ -116,9 +116,11 @@ class Parser {
         fail(peek().line, peek().col, "expected ';' or a new line after the statement, found '" + peek().text + "'");
     }
     if (outputs_.empty()) fail(1, 1, "no output: write e.g. 'out = relu(x) + y'");
+    if (reduces_ && layout_ == Layout::kNchw)
+      fail(reduce_at_.line, reduce_at_.col, "a reduction along col needs the col/row layout, not NCHW");
     FusionCandidate c;
     c.description = src;
-    c.layout = layout_;
+    c.layout = reduces_ ? Layout::kRows : layout_;
     for (const auto& in : inputs_) c.inputs.push_back(in);
     for (const auto& p : params_) c.params.push_back(p);
     std::vector<NodePtr> roots;
@@ -251,6 +253,31 @@ class Parser {
     fail(t.line, t.col, "unknown axis '" + t.text + "'; axes are col, row (2-D) or n, c, hw (NCHW)");
   }
 
+  // sum(e, col), mean(e, col), max(e, col): a reduction along each row; the
+  // candidate becomes a row reduction. Returns null for max(a, b) and other
+  // calls (nothing consumed but the first argument, which it then keeps).
+  NodePtr reduction(const Token& t) {
+    if (t.text != "sum" && t.text != "mean" && t.text != "max") return nullptr;
+    const size_t start = pos_;
+    NodePtr value = expr();
+    if (!accept_op(",") || peek().kind != Tok::kName || (peek().text != "col" && peek().text != "row") ||
+        toks_[pos_ + 1].kind != Tok::kOp || toks_[pos_ + 1].text != ")") {
+      pos_ = start;  // an ordinary call: parse its arguments again
+      if (t.text == "max") return nullptr;
+      fail(t.line, t.col, t.text + "() reduces along an axis: write " + t.text + "(e, col)");
+    }
+    const Token axis = next();
+    next();  // ')'
+    if (axis.text != "col")
+      fail(axis.line, axis.col, "reductions run along each row's last axis: write " + t.text + "(e, col)");
+    if (layout_ == Layout::kNchw)
+      fail(t.line, t.col, "a reduction along col needs the col/row layout, not NCHW");
+    require_value(value);
+    if (!reduces_) reduce_at_ = t;
+    reduces_ = true;
+    return make(Node::Kind::kReduce, t, t.text, {value});
+  }
+
   NodePtr input_ref(const Token& t, std::vector<int> axes) {
     for (auto& in : inputs_) {
       if (in.name != t.text) continue;
@@ -278,6 +305,7 @@ class Parser {
       fail(t.line, t.col, t.kind == Tok::kEnd ? "unexpected end of input, expected a value"
                                                : "expected a value, found '" + t.text + "'");
     if (accept_op("(")) {
+      if (NodePtr r = reduction(t)) return r;
       const CallInfo* info = nullptr;
       for (const auto& c : kCalls)
         if (t.text == c.name) info = &c;
@@ -355,6 +383,10 @@ class Parser {
         if (n.name == "==") return a == b;
         return a != b;
       }
+      case Node::Kind::kReduce: {
+        const Reduction kind = n.name == "sum" ? Reduction::kSum : n.name == "mean" ? Reduction::kMean : Reduction::kMax;
+        return ctx.reduce(kind, lower(*n.args[0], ctx));
+      }
       case Node::Kind::kCall: {
         std::vector<Expr> a;
         for (const auto& arg : n.args) a.push_back(lower(*arg, ctx));
@@ -383,6 +415,8 @@ class Parser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   Layout layout_ = Layout::kFlat;
+  bool reduces_ = false;
+  Token reduce_at_;  // the first reduction, for errors
   std::vector<InputSpec> inputs_;
   std::vector<ParamSpec> params_;
   std::vector<std::pair<std::string, NodePtr>> outputs_;

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -14,6 +15,16 @@ const char* layout_name(Layout layout) {
     case Layout::kFlat: return "flat";
     case Layout::kRowCol: return "rowcol";
     case Layout::kNchw: return "nchw";
+    case Layout::kRows: return "rows";
+  }
+  return "?";
+}
+
+const char* reduction_name(Reduction kind) {
+  switch (kind) {
+    case Reduction::kSum: return "sum";
+    case Reduction::kMax: return "max";
+    case Reduction::kMean: return "mean";
   }
   return "?";
 }
@@ -24,6 +35,7 @@ const std::vector<std::string>& layout_axes(Layout layout) {
     case Layout::kFlat: return flat;
     case Layout::kRowCol: return rowcol;
     case Layout::kNchw: return nchw;
+    case Layout::kRows: return rowcol;
   }
   return flat;
 }
@@ -35,7 +47,8 @@ std::vector<int64_t> FusionCandidate::domain_for_elements(int64_t n) const {
   if (n <= 0) throw UserError("size " + std::to_string(n) + " is not positive; sizes are element counts >= 1");
   switch (layout) {
     case Layout::kFlat: return {n};
-    case Layout::kRowCol: return n < 1024 ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1024, (n + 1023) / 1024};
+    case Layout::kRowCol:
+    case Layout::kRows: return n < 1024 ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1024, (n + 1023) / 1024};
     case Layout::kNchw: return n < 64 ? std::vector<int64_t>{n, 1, 1} : std::vector<int64_t>{(n + 63) / 64, 64, 1};
   }
   return {n};
@@ -44,7 +57,8 @@ std::vector<int64_t> FusionCandidate::domain_for_elements(int64_t n) const {
 std::vector<int64_t> FusionCandidate::odd_domain() const {
   switch (layout) {
     case Layout::kFlat: return {100003};
-    case Layout::kRowCol: return {1001, 97};
+    case Layout::kRowCol:
+    case Layout::kRows: return {1001, 97};
     case Layout::kNchw: return {333, 7, 3};
   }
   return {100003};
@@ -82,15 +96,46 @@ class Context final : public AlgorithmContext {
         for (int a : c_.inputs[i].axes) args.push_back(p_.vars.at(a));
       }
       Halide::Expr e = p_.inputs[i](args);
+      if (f64_) return Halide::cast<double>(e);
       return p_.storage == Halide::Float(32) ? e : Halide::cast<float>(e);
     }
     throw InternalError("candidate " + c_.name + " has no input '" + name + "'");
   }
   Halide::Expr param(const std::string& name) const override {
     for (size_t i = 0; i < c_.params.size(); ++i)
-      if (c_.params[i].name == name) return p_.params[i];
+      if (c_.params[i].name == name) return f64_ ? Halide::cast<double>(p_.params[i]) : Halide::Expr(p_.params[i]);
     throw InternalError("candidate " + c_.name + " has no parameter '" + name + "'");
   }
+  Halide::Expr reduce(Reduction kind, const Halide::Expr& value) const override {
+    if (c_.layout != Layout::kRows)
+      throw UserError(std::string("a ") + reduction_name(kind) + " over a row needs the rows layout (" + c_.name +
+                      " is " + layout_name(c_.layout) + ")");
+    if (!p_.row_length.defined()) throw UserError(c_.name + ": a row reduction needs a full-shape input");
+    const std::string k = std::to_string(p_.reductions.size());
+    const Halide::Var col = p_.vars[0], row = p_.vars[1];
+    RowReduction red;
+    red.kind = kind;
+    red.body = Halide::Func("fk_rb" + k);
+    red.body(col, row) = value;
+    red.total = Halide::Func("fk_rt" + k);
+    Halide::RDom r(0, p_.row_length, "fk_r" + k);
+    const Halide::Type acc = f64_ ? Halide::Float(64) : Halide::Float(32);
+    Halide::Expr v = Halide::cast(acc, red.body(r.x, row));
+    if (kind == Reduction::kMax) {
+      red.total(row) = acc.min();  // -inf for floats
+      red.total(row) = Halide::max(red.total(row), v);
+    } else {
+      red.total(row) = Halide::cast(acc, 0);
+      red.total(row) = red.total(row) + v;
+    }
+    red.func = Halide::Func("fk_red" + k);
+    Halide::Expr t = red.total(row);
+    if (kind == Reduction::kMean) t = t / Halide::cast(acc, p_.row_length);
+    red.func(row) = f64_ ? t : Halide::cast<float>(t);
+    p_.reductions.push_back(red);
+    return red.func(row);
+  }
+  bool f64_ = false;
 
  private:
   const FusionCandidate& c_;
@@ -110,7 +155,7 @@ void constrain(Halide::OutputImageParam b, size_t dims, bool set_min) {
 
 }  // namespace
 
-Pipeline instantiate(const FusionCandidate& candidate, DType dtype) {
+Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions) {
   Pipeline p;
   p.dtype = dtype;
   p.storage = storage_type(dtype);
@@ -122,12 +167,16 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype) {
     p.params.emplace_back(halide_param_name(prm.name));
     p.params.back().set(prm.value);
   }
+  for (size_t i = 0; i < candidate.inputs.size() && !p.row_length.defined(); ++i)
+    if (candidate.inputs[i].full()) p.row_length = p.inputs[i].dim(0).extent();
   Context ctx(candidate, p);
+  ctx.f64_ = f64_reductions && candidate.reduces();
   std::vector<Halide::Expr> values = candidate.algorithm(ctx);
   FUSEKIT_INTERNAL_ASSERT(values.size() == candidate.outputs.size(),
                           candidate.name + ": algorithm returned the wrong number of outputs");
   for (auto& v : values) {
-    FUSEKIT_INTERNAL_ASSERT(v.type() == Halide::Float(32), candidate.name + ": output math must be f32");
+    FUSEKIT_INTERNAL_ASSERT(v.type() == (ctx.f64_ ? Halide::Float(64) : Halide::Float(32)),
+                            candidate.name + ": output math must be f32 (f64 in a row reduction's reference)");
     p.stored.push_back(Halide::cast(p.storage, v));
   }
   p.output = Halide::Func(kHalideOutputName);
@@ -164,10 +213,19 @@ std::string canonical_pipeline_text(const FusionCandidate& candidate, DType dtyp
     s << ";";
   }
   for (const auto& prm : candidate.params) s << " param " << prm.name << ";";
+  for (const auto& r : p.reductions)
+    s << " " << r.func.name() << " = " << reduction_name(r.kind) << " over col of " << r.body.value() << ";";
   for (size_t i = 0; i < p.stored.size(); ++i) s << " " << candidate.outputs[i] << " = " << p.stored[i] << ";";
-  // Halide makes names unique per process ("in_x_im$2"); the key must not
-  // depend on how many pipelines were built before this one.
-  return std::regex_replace(s.str(), std::regex(R"(\$[0-9]+)"), "");
+  // Halide makes names unique per process ("in_x_im$2", the lets "t319" of
+  // a Func definition); the key must not depend on how many pipelines were
+  // built before this one. Lets are renamed k0, k1, ... in order.
+  std::string text = std::regex_replace(s.str(), std::regex(R"(\$[0-9]+)"), "");
+  std::map<std::string, std::string> lets;
+  const std::regex let_name(R"(let (t[0-9]+) =)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), let_name); it != std::sregex_iterator(); ++it)
+    lets.emplace((*it)[1].str(), "k" + std::to_string(lets.size()));
+  for (const auto& [from, to] : lets) text = std::regex_replace(text, std::regex("\\b" + from + "\\b"), to);
+  return text;
 }
 
 std::string pipeline_hash(const std::string& canonical_text) {

@@ -7,6 +7,8 @@
 //   flat    i                 same-shape tensors of n elements
 //   rowcol  col, row          a [rows, cols] tensor; b[col] broadcasts a row
 //   nchw    hw, c, n          NCHW with H*W flattened; s[c] per channel
+//   rows    col, row          a [rows, cols] tensor whose algorithm reduces
+//                             along each row (softmax, layernorm, ...)
 // An input is either full-shape or indexed by a subset of the axes.
 #pragma once
 
@@ -21,9 +23,10 @@
 
 namespace fusekit {
 
-enum class Layout { kFlat, kRowCol, kNchw };
+enum class Layout { kFlat, kRowCol, kNchw, kRows };
 const char* layout_name(Layout layout);
-// Axis names innermost first: {"i"}, {"col", "row"}, {"hw", "c", "n"}.
+// Axis names innermost first: {"i"}, {"col", "row"}, {"hw", "c", "n"},
+// {"col", "row"}.
 const std::vector<std::string>& layout_axes(Layout layout);
 
 struct InputSpec {
@@ -37,12 +40,20 @@ struct ParamSpec {
   float value = 0.0f;     // value used when tuning and verifying
 };
 
+// Reductions along a row (the `rows` layout's col axis).
+enum class Reduction { kSum, kMax, kMean };
+const char* reduction_name(Reduction kind);
+
 // Handed to an algorithm function: f32 views of inputs and parameters.
 class AlgorithmContext {
  public:
   virtual ~AlgorithmContext() = default;
   virtual Halide::Expr in(const std::string& name) const = 0;
   virtual Halide::Expr param(const std::string& name) const = 0;
+  // `value` (an f32 Expr over the row's columns) reduced along the row: an
+  // Expr that is constant across the row. `rows` layout only (UserError
+  // otherwise).
+  virtual Halide::Expr reduce(Reduction kind, const Halide::Expr& value) const = 0;
 };
 
 // Returns one f32 Expr per output.
@@ -57,8 +68,9 @@ struct FusionCandidate {
   std::vector<std::string> outputs;
   AlgorithmFn algorithm;
 
+  bool reduces() const { return layout == Layout::kRows; }
   // The iteration domain (innermost first) for a requested element count:
-  // flat {n}; rowcol {1024, ceil(n/1024)} (n < 1024: {n, 1}); nchw
+  // flat {n}; rowcol and rows {1024, ceil(n/1024)} (n < 1024: {n, 1}); nchw
   // {ceil(n/64), 64, 1} (n < 64: {n, 1, 1}).
   std::vector<int64_t> domain_for_elements(int64_t n) const;
   // An odd-sized domain: no extent is a multiple of 2, 4 or 8.
@@ -69,6 +81,16 @@ struct FusionCandidate {
 
 // The candidate made concrete at one storage dtype. Each call creates fresh
 // Halide objects, since schedules mutate Funcs.
+// One row reduction of a pipeline: out(row) = reduce over col of body(col, row).
+// Later reductions and the outputs call `func`; `body`'s value may call
+// earlier reductions' funcs.
+struct RowReduction {
+  Reduction kind = Reduction::kSum;
+  Halide::Func body;   // (col, row), f32
+  Halide::Func func;   // (row), f32; the mean already divided
+  Halide::Func total;  // (row): the running sum or max `func` reads
+};
+
 struct Pipeline {
   DType dtype = DType::kF32;
   Halide::Type storage;                  // Float(32), Float(16) or BFloat(16)
@@ -77,13 +99,19 @@ struct Pipeline {
   std::vector<Halide::Param<float>> params;
   std::vector<Halide::Expr> stored;      // per output: cast(storage, f32 math)
   Halide::Func output;                   // one Func; a Tuple when several outputs
+  std::vector<RowReduction> reductions;  // in the order the algorithm made them
+  Halide::Expr row_length;               // `rows` layout: the col extent
 
   // Buffer constraints (min 0, dense strides) on inputs and outputs.
   void constrain_buffers();
   std::vector<Halide::Argument> arguments() const;  // inputs then params
 };
 
-Pipeline instantiate(const FusionCandidate& candidate, DType dtype);
+// `f64_reductions`: for a row reduction, all math and accumulation in double
+// (the CPU reference: Halide's simplifier may reassociate f32 math, e.g.
+// (x - max) - log(sum) into x - (max + log(sum)), which a double absorbs);
+// kernels compute in f32.
+Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions = false);
 
 // Canonical text of the algorithm at a dtype (layout, inputs, params and the
 // printed output Exprs) and its xxh64 in hex: the database key.

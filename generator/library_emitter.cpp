@@ -21,13 +21,13 @@
 #include "generator/candidate_workload.h"
 #include "generator/cuda_c_printer.h"
 #include "generator/nvrtc_compiler.h"
+#include "generator/row_reduction_printer.h"
 
 namespace fusekit {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kGenericSchedule = "ept=1 fast=0 grid=0 threads=256 vec=1";
 // The oldest virtual arch CUDA 13 NVRTC accepts (it dropped compute_70).
 const Arch kPortablePtx{7, 5};
 
@@ -66,7 +66,7 @@ std::vector<KernelArtifact> build_all(const FusionCandidate& cand, DType dtype, 
 
 KernelArtifact build_ptx(const FusionCandidate& cand, DType dtype, const Config& config, const std::string& entry) {
   Pipeline p = instantiate(cand, dtype);
-  PrintedKernel k = print_pointwise_kernel(cand, p, config, entry);
+  PrintedKernel k = print_nvrtc_kernel(cand, p, config, entry);
   NvrtcResult r = compile_cuda_to_ptx(k.source, entry, kPortablePtx, config.get_or("fast", 0) != 0);
   if (!r.ok) throw UserError("cannot compile portable PTX for " + entry + ": " + r.log);
   KernelArtifact a = k.launch;
@@ -124,8 +124,10 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         g.cand = &cand;
         g.dtype = dt;
         g.sm = arch.number();
-        g.schedule = kGenericSchedule;
-        batch.push_back({Backend::kNvrtc, Config::parse(kGenericSchedule)});
+        const Config generic =
+            generic_schedule(cand.reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise);
+        g.schedule = generic.to_string();
+        batch.push_back({Backend::kNvrtc, generic});
         arch_variants.push_back(std::move(g));
         std::vector<KernelArtifact> arts = build_all(cand, dt, limits, batch);
         for (size_t i = 0; i < arch_variants.size(); ++i) {
@@ -156,7 +158,8 @@ std::string ctype(DType dt) { return dt == DType::kF32 ? "float" : "uint16_t"; }
 std::vector<std::string> shape_args(Layout layout) {
   switch (layout) {
     case Layout::kFlat: return {"count"};
-    case Layout::kRowCol: return {"rows", "cols"};
+    case Layout::kRowCol:
+    case Layout::kRows: return {"rows", "cols"};
     case Layout::kNchw: return {"batch", "channels", "spatial"};
   }
   return {};

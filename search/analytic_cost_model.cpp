@@ -9,6 +9,10 @@
 //           law need (per-SM bandwidth * 600 ns), capped at 1.
 //   tail    wave quantization: ceil(waves) / waves for a one-shot grid with
 //           fewer than ~8 waves; 1 for grid-stride.
+// Row reductions (configs with `cache`): blocks of threads * rows threads,
+// one per `rows` rows; vectors in flight per thread min(cache, chunks of the
+// row) or 1; rows longer than the cache read twice; threads beyond the row's
+// vectors idle (utilization cols / (threads * vec)).
 // It ranks schedules; its absolute numbers are estimates and are stored with
 // status "modeled", never as measurements.
 #include <algorithm>
@@ -30,6 +34,10 @@ class AnalyticCostModel final : public CostModel {
     const double tensors = static_cast<double>(problem.input_dims.size() + problem.output_dims.size());
     const double n = static_cast<double>(problem.elements());
     for (const auto& c : batch) {
+      if (c.config.values().count("cache")) {
+        out.push_back(predict_row_reduction(problem, bytes, bytes_per_element, tensors, c.config));
+        continue;
+      }
       const double threads = static_cast<double>(c.config.get("threads"));
       const double vec = static_cast<double>(c.config.get("vec"));
       const double ept = static_cast<double>(c.config.get("ept"));
@@ -57,6 +65,31 @@ class AnalyticCostModel final : public CostModel {
   void update(const std::vector<Candidate>&, const std::vector<double>&) override {}
 
  private:
+  double predict_row_reduction(const Problem& problem, double bytes, size_t bytes_per_element, double tensors,
+                               const Config& c) const {
+    const double cols = static_cast<double>(problem.domain.at(0));
+    const double rows = problem.domain.size() > 1 ? static_cast<double>(problem.domain[1]) : 1.0;
+    const double threads = static_cast<double>(c.get("threads")), per_block = static_cast<double>(c.get("rows"));
+    const double vec = static_cast<double>(c.get("vec")), cache = static_cast<double>(c.get("cache"));
+    const double access_bytes = vec * static_cast<double>(bytes_per_element);
+    const double access = access_bytes >= 16 ? 1.0 : access_bytes >= 8 ? 0.95 : access_bytes >= 4 ? 0.85 : 0.7;
+    const double chunks = std::ceil(cols / (threads * vec));
+    const bool cached = cache > 0 && cols <= threads * vec * cache;
+    const double block_threads = threads * per_block;
+    const double blocks_per_sm =
+        std::max(1.0, std::min<double>(arch_.max_blocks_per_sm, std::floor(arch_.max_threads_per_sm / block_threads)));
+    const double in_flight = blocks_per_sm * block_threads * access_bytes * (cached ? std::min(cache, chunks) : 1.0) *
+                             tensors;
+    const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
+    const double mlp = std::min(1.0, in_flight / need);
+    const double utilization = std::min(1.0, cols / (threads * vec));
+    const double blocks = std::ceil(rows / per_block);
+    const double waves = blocks / (arch_.sm_count * blocks_per_sm);
+    const double tail = waves < 8 ? std::ceil(waves) / waves : 1.0;
+    const double bw = arch_.dram_gbps * 1e9 * 0.92 * access * mlp * utilization;
+    return 2.0 + bytes * (cached ? 1.0 : 2.0) / bw * 1e6 * tail;
+  }
+
   ArchLimits arch_;
 };
 

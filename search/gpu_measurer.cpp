@@ -134,7 +134,7 @@ class GpuMeasurer final : public Measurer {
 
   void prepare(const Workload& workload, const Problem& problem, uint64_t seed) {
     std::string key = workload.name() + "/" + dtype_name(workload.dtype()) + "/" + problem.shape_text + "/" +
-                      std::to_string(seed);
+                      std::to_string(seed) + "/" + std::to_string(workload.input_magnitude());
     if (key == problem_.key) return;
     release_problem();
     PreparedProblem p;
@@ -142,7 +142,7 @@ class GpuMeasurer final : public Measurer {
     const DType dt = workload.dtype();
     for (size_t i = 0; i < problem.input_dims.size(); ++i) {
       HostTensor t = HostTensor::make(dt, problem.input_dims[i]);
-      fill_uniform(&t, seed * 1000003u + i, -3.0f, 3.0f);
+      fill_uniform(&t, seed * 1000003u + i, -workload.input_magnitude(), workload.input_magnitude());
       p.inputs.push_back(std::move(t));
     }
     workload.reference(problem, p.inputs, &p.reference);
@@ -235,7 +235,7 @@ class GpuMeasurer final : public Measurer {
       if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "cuMemcpyDtoH");
       got.push_back(std::move(t));
     }
-    Comparison cmp = compare_outputs(got, problem_.reference, tolerance_for(workload.dtype()));
+    Comparison cmp = compare_outputs(got, problem_.reference, workload.tolerance(problem));
     res.verify_error = cmp.max_ratio;
     if (!cmp.passed()) {
       res.status = RecordStatus::kVerifyError;

@@ -79,6 +79,8 @@ double Problem::bytes_moved(size_t bytes_per_element) const {
   return elems * static_cast<double>(bytes_per_element);
 }
 
+Tolerance Workload::tolerance(const Problem&) const { return tolerance_for(dtype()); }
+
 Tolerance tolerance_for(DType dtype) {
   // Math is f32 everywhere; what differs between implementations is a few
   // f32 ulps before the final rounding to storage, which can move the stored

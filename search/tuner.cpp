@@ -44,12 +44,19 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
   const Problem verify_problem = wl.problem(task.verify_domain);
 
   for (Backend backend : options.backends) {
-    ParamSpace space = PointwiseTemplate::space(arch, backend, static_cast<int>(elem_bytes));
+    ParamSpace space = template_space(task.kind, arch, backend, static_cast<int>(elem_bytes), task.cached_inputs);
     std::vector<Candidate> all;
     for (auto& c : space.enumerate()) all.push_back({backend, c});
+    if (all.empty()) {
+      if (options.progress)
+        options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " " + backend_name(backend) +
+                         ": no schedule template for this kind of op; skipped");
+      continue;
+    }
     const size_t budget = std::min(options.budget, all.size());
     std::vector<Candidate> seeds;
-    for (auto& c : PointwiseTemplate::seeds(backend, static_cast<int>(elem_bytes))) seeds.push_back({backend, c});
+    for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes)))
+      if (space.legal(c)) seeds.push_back({backend, c});
     auto strategy = all.size() <= options.budget
                         ? make_exhaustive_strategy(all)
                         : make_seeded_random_strategy(all, seeds, options.budget,
@@ -104,7 +111,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       for (const Problem& p : problems) {
         std::vector<size_t> run;
         for (size_t i : alive) {
-          if (PointwiseTemplate::size_violation(batch[i].config, backend, p.elements()).empty()) run.push_back(i);
+          if (template_size_violation(task.kind, batch[i].config, backend, p.elements()).empty()) run.push_back(i);
           else ++summary.pruned;
         }
         if (run.empty()) continue;

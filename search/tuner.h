@@ -20,6 +20,8 @@ struct TuneTask {
   std::string pipeline_text;
   std::vector<std::vector<int64_t>> domains;   // shapes timed, innermost first
   std::vector<int64_t> verify_domain;          // odd shape every candidate must also pass
+  TemplateKind kind = TemplateKind::kPointwise;
+  int cached_inputs = 1;                       // full-size inputs (row reductions' register budget)
 };
 
 // Versions and host name stamped on every record.

@@ -36,6 +36,13 @@ struct Problem {
   double bytes_moved(size_t bytes_per_element) const;
 };
 
+// Per-dtype verification tolerance: |got - ref| <= atol + rtol * |ref|.
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+Tolerance tolerance_for(DType dtype);
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -48,14 +55,12 @@ class Workload {
   // Fills `outputs` (allocated by the callee) from `inputs` on the CPU.
   virtual void reference(const Problem& problem, const std::vector<HostTensor>& inputs,
                          std::vector<HostTensor>* outputs) const = 0;
+  // How close a GPU result must be (reductions widen it with row length).
+  virtual Tolerance tolerance(const Problem& problem) const;
+  // Inputs are drawn uniformly from [-m, m).
+  virtual float input_magnitude() const { return 3.0f; }
 };
 
-// Per-dtype verification tolerance: |got - ref| <= atol + rtol * |ref|.
-struct Tolerance {
-  double atol;
-  double rtol;
-};
-Tolerance tolerance_for(DType dtype);
 
 // Result of comparing outputs with the reference.
 struct Comparison {

@@ -55,7 +55,7 @@ TEST(ExprParser, ErrorsNameLineAndColumn) {
   EXPECT_EQ(parse_error("out = x\nbad = (y * 2"), "expression:2:13: expected ')' to close '(', found end of input");
   EXPECT_EQ(parse_error("out = frob(x)"),
             "expression:1:7: unknown function 'frob'; known: exp log tanh sigmoid relu gelu gelu_tanh silu sqrt rsqrt "
-            "abs min max pow where");
+            "abs min max pow where sum mean");
   EXPECT_EQ(parse_error("out = min(x)"), "expression:1:7: min() takes 2 arguments, got 1");
   EXPECT_EQ(parse_error("out = x $ y"), "expression:1:9: unexpected character '$'");
   EXPECT_EQ(parse_error("out = x[k]"), "expression:1:9: unknown axis 'k'; axes are col, row (2-D) or n, c, hw (NCHW)");

@@ -23,6 +23,7 @@ int64_t eval(const LaunchExpr& e, const LaunchShape& s) {
 TEST(HalideBackend, EmitsPtxAndALaunchDescriptionForEveryF32Pattern) {
   const ArchLimits& sm90 = require_arch("sm_90");
   for (const auto& c : catalog()) {
+    if (c.reduces()) continue;  // row reductions: row_reduction_test.cpp
     SCOPED_TRACE(c.name);
     if (canonical_pipeline_text(c, DType::kF32).find("erff(") != std::string::npos) {
       // Halide 14 leaves erff an unresolved extern in PTX: a clear build error.

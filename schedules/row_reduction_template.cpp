@@ -1,0 +1,77 @@
+#include "schedules/row_reduction_template.h"
+
+namespace fusekit {
+
+ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, int element_bytes,
+                                       int cached_inputs) {
+  ParamSpace s;
+  if (backend != Backend::kNvrtc) return s;  // no Halide reduction schedule yet
+  s.add("threads", {8, 16, 32, 64, 128, 256, 512, 1024});
+  s.add("rows", {1, 2, 4, 8});
+  s.add("vec", {1, 2, 4, 8});
+  s.add("cache", {0, 1, 2, 4, 8, 16});
+  s.add("fast", {0, 1});
+  const int max_block = arch.max_threads_per_block;
+  s.require("threads per block above the arch limit of " + std::to_string(max_block),
+            [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
+  s.require("blocks of fewer than 32 threads",
+            [](const Config& c) { return c.get("threads") * c.get("rows") >= 32; });
+  s.require("an access wider than 16 bytes",
+            [element_bytes](const Config& c) { return c.get("vec") * element_bytes <= 16; });
+  // Cached vectors live in registers: at most 64 32-bit registers' worth.
+  const int inputs = cached_inputs < 1 ? 1 : cached_inputs;
+  s.require("more than 256 bytes of cached row per thread", [element_bytes, inputs](const Config& c) {
+    return c.get("cache") * c.get("vec") * element_bytes * inputs <= 256;
+  });
+  return s;
+}
+
+std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes) {
+  std::vector<Config> out;
+  if (backend != Backend::kNvrtc) return out;
+  const int64_t wide = 16 / element_bytes;
+  // {threads, rows, cache for 4-byte elements}: rows held in registers at
+  // 1024 (four rows per block), 1024, 4096, 16384 and 65536 columns, and a
+  // variant that re-reads the row every pass. 16-byte vectors hold more
+  // 16-bit elements, so those take proportionally fewer cached vectors.
+  const int64_t shapes[][3] = {{32, 4, 8}, {128, 1, 2}, {256, 1, 4}, {512, 1, 8}, {1024, 1, 16}, {1024, 1, 0}};
+  for (const auto& s : shapes)
+    for (int64_t fast : {0, 1}) {
+      Config c;
+      c.set("threads", s[0]);
+      c.set("rows", s[1]);
+      c.set("vec", wide);
+      c.set("cache", s[2] * 4 / wide);
+      c.set("fast", fast);
+      out.push_back(c);
+    }
+  return out;
+}
+
+int64_t RowReductionTemplate::cached_row(const Config& config) {
+  return config.get("threads") * config.get("vec") * config.get("cache");
+}
+
+ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
+                          int cached_inputs) {
+  if (kind == TemplateKind::kRowReduction)
+    return RowReductionTemplate::space(arch, backend, element_bytes, cached_inputs);
+  return PointwiseTemplate::space(arch, backend, element_bytes);
+}
+
+std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes) {
+  if (kind == TemplateKind::kRowReduction) return RowReductionTemplate::seeds(backend, element_bytes);
+  return PointwiseTemplate::seeds(backend, element_bytes);
+}
+
+std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements) {
+  if (kind == TemplateKind::kRowReduction) return "";
+  return PointwiseTemplate::size_violation(config, backend, elements);
+}
+
+Config generic_schedule(TemplateKind kind) {
+  if (kind == TemplateKind::kRowReduction) return Config::parse("cache=0 fast=0 rows=1 threads=128 vec=1");
+  return Config::parse("ept=1 fast=0 grid=0 threads=256 vec=1");
+}
+
+}  // namespace fusekit

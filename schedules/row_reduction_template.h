@@ -1,0 +1,50 @@
+// The row-reduction schedule template (softmax, layernorm, rmsnorm, ...):
+// `threads` threads share a row, `rows` rows per block, each thread owns
+// vectors of `vec` elements strided by threads * vec along the row. Each row
+// reduction of the algorithm is one pass: a thread accumulates in f32, the
+// row combines with warp shuffles (and shared memory across warps), and the
+// last pass writes the outputs.
+//
+// Parameters:
+//   threads  threads per row                          8 .. 1024
+//   rows     rows per block                           1, 2, 4, 8
+//   vec      elements per access (<= 16 bytes)        1, 2, 4, 8
+//   cache    vectors per thread kept in registers     0 (every pass reads the
+//            between passes (one read of the input    row again), 1 .. 16
+//            when threads * vec * cache >= cols; a
+//            longer row falls back to re-reading)
+//   fast     1: compile with --use_fast_math
+// Every variant handles any row length; `cache` only decides which lengths
+// take the one-read path.
+#pragma once
+
+#include <vector>
+
+#include "schedules/arch_limits.h"
+#include "schedules/param_space.h"
+#include "schedules/pointwise_template.h"
+
+namespace fusekit {
+
+class RowReductionTemplate {
+ public:
+  // NVRTC only: the Halide backend has no reduction schedule yet (empty
+  // space). `cached_inputs` full-size inputs share the register budget.
+  static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs);
+  static std::vector<Config> seeds(Backend backend, int element_bytes);
+  // Elements of a row the registers hold: threads * vec * cache.
+  static int64_t cached_row(const Config& config);
+};
+
+// Which template a candidate's kernels follow, and the tuner's view of it.
+enum class TemplateKind { kPointwise, kRowReduction };
+ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
+                          int cached_inputs);
+std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes);
+// Empty when `config` can run a problem of `elements`; else why not.
+std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements);
+// The schedule of the generic variant a package always carries: no
+// alignment needs beyond an element.
+Config generic_schedule(TemplateKind kind);
+
+}  // namespace fusekit

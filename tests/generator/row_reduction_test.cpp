@@ -1,0 +1,235 @@
+// Row reductions and normalizations: the CPU reference against hand-computed
+// values, the template's legality, and NVRTC compilation of printed kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/errors.h"
+#include "generator/candidate_workload.h"
+#include "generator/catalog.h"
+#include "generator/expr_parser.h"
+#include "generator/nvrtc_compiler.h"
+#include "generator/row_reduction_printer.h"
+#include "schedules/arch_limits.h"
+#include "schedules/row_reduction_template.h"
+
+namespace fusekit {
+namespace {
+
+// Runs the reference on a [rows, cols] problem; inputs in row-major order.
+std::vector<float> ref(const std::string& pattern, int64_t rows, int64_t cols,
+                       const std::vector<std::vector<float>>& inputs, size_t output = 0) {
+  auto wl = make_candidate_workload(find_pattern(pattern), DType::kF32);
+  Problem p = wl->problem({cols, rows});
+  std::vector<HostTensor> in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(HostTensor::make(DType::kF32, p.input_dims[i]));
+    for (size_t k = 0; k < inputs[i].size(); ++k) in.back().set(static_cast<int64_t>(k), inputs[i][k]);
+  }
+  std::vector<HostTensor> out;
+  wl->reference(p, in, &out);
+  std::vector<float> v;
+  for (int64_t k = 0; k < out.at(output).elements(); ++k) v.push_back(out[output].get(k));
+  return v;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+TEST(RowReductionReference, SoftmaxAndLogSoftmax) {
+  // Rows [1 2 3] and [1000 1000 1000]: the max-subtracted form stays finite.
+  const std::vector<float> x = {1, 2, 3, 1000, 1000, 1000};
+  const double s = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  expect_near(ref("softmax", 2, 3, {x}),
+              {std::exp(1.0) / s, std::exp(2.0) / s, std::exp(3.0) / s, 1.0 / 3, 1.0 / 3, 1.0 / 3});
+  expect_near(ref("log_softmax", 2, 3, {x}),
+              {1 - std::log(s), 2 - std::log(s), 3 - std::log(s), -std::log(3.0), -std::log(3.0), -std::log(3.0)},
+              1e-5);
+  // A row of length 1 is all ones (softmax) and zeros (log_softmax).
+  expect_near(ref("softmax", 3, 1, {{-5, 0, 7}}), {1, 1, 1});
+  expect_near(ref("log_softmax", 3, 1, {{-5, 0, 7}}), {0, 0, 0});
+}
+
+TEST(RowReductionReference, BiasAddSoftmaxWithAnInfiniteMask) {
+  // scale 0.125: x = [8 16 -inf-masked], mask [0 0 -inf] -> softmax([1 2 -inf]).
+  const float inf = std::numeric_limits<float>::infinity();
+  const double s = std::exp(1.0) + std::exp(2.0);
+  expect_near(ref("bias_add_softmax", 1, 3, {{8, 16, 24}, {0, 0, -inf}}), {std::exp(1.0) / s, std::exp(2.0) / s, 0});
+}
+
+TEST(RowReductionReference, LayernormAndRmsnorm) {
+  // Row [1 2 3 4]: mean 2.5, variance 1.25; w = [1 1 2 2], b = [0 0 0 1].
+  const std::vector<float> x = {1, 2, 3, 4}, w = {1, 1, 2, 2}, b = {0, 0, 0, 1};
+  const double r = 1.0 / std::sqrt(1.25 + 1e-5);
+  expect_near(ref("layernorm", 1, 4, {x, w, b}), {-1.5 * r, -0.5 * r, 2 * 0.5 * r, 2 * 1.5 * r + 1}, 1e-5);
+  const double q = 1.0 / std::sqrt(7.5 + 1e-6);  // mean of squares (1+4+9+16)/4
+  expect_near(ref("rmsnorm", 1, 4, {x, w}), {1 * q, 2 * q, 2 * 3 * q, 2 * 4 * q}, 1e-6);
+}
+
+TEST(RowReductionReference, AddNormsAlsoWriteTheSum) {
+  const std::vector<float> x = {0, 1, 2, 3}, res = {1, 1, 1, 1}, w = {1, 1, 1, 1}, b = {0, 0, 0, 0};
+  expect_near(ref("add_layernorm", 1, 4, {x, res, w, b}, 1), {1, 2, 3, 4});
+  expect_near(ref("add_rmsnorm", 1, 4, {x, res, w}, 1), {1, 2, 3, 4});
+  const double r = 1.0 / std::sqrt(1.25 + 1e-5);
+  expect_near(ref("add_layernorm", 1, 4, {x, res, w, b}), {-1.5 * r, -0.5 * r, 0.5 * r, 1.5 * r}, 1e-5);
+}
+
+TEST(RowReductionReference, LongRowsOfLargeMagnitudeSumInDouble) {
+  // 65536 equal values of 3e4: a naive f32 sum drifts, the reference does not.
+  std::vector<float> x(65536, 3e4f);
+  auto v = ref("layernorm", 1, 65536, {x, std::vector<float>(65536, 1.0f), std::vector<float>(65536, 0.0f)});
+  for (float e : v) ASSERT_EQ(e, 0.0f);
+}
+
+TEST(RowReductionReference, ToleranceGrowsWithRowLength) {
+  auto wl = make_candidate_workload(find_pattern("softmax"), DType::kF32);
+  const Tolerance short_row = wl->tolerance(wl->problem({8, 100})), long_row = wl->tolerance(wl->problem({65536, 4}));
+  EXPECT_GT(long_row.rtol, 10 * tolerance_for(DType::kF32).rtol);
+  EXPECT_LT(short_row.rtol, 1.5 * tolerance_for(DType::kF32).rtol);
+  auto pw = make_candidate_workload(find_pattern("relu_add"), DType::kF32);
+  EXPECT_EQ(pw->tolerance(pw->problem({65536})).rtol, tolerance_for(DType::kF32).rtol);
+}
+
+TEST(RowReductionTemplate, LegalityPerArch) {
+  for (const ArchLimits& arch : known_arch_limits()) {
+    ParamSpace s = RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 1);
+    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 rows=4 threads=512 vec=4")));   // 2048 threads
+    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 rows=1 threads=16 vec=4")));    // under a warp
+    EXPECT_FALSE(s.legal(Config::parse("cache=16 fast=0 rows=1 threads=256 vec=8")));  // 32-byte access
+    EXPECT_TRUE(s.legal(Config::parse("cache=16 fast=1 rows=1 threads=1024 vec=4")));
+    // Two cached inputs halve the register budget.
+    EXPECT_FALSE(RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 2)
+                     .legal(Config::parse("cache=16 fast=1 rows=1 threads=1024 vec=4")));
+    EXPECT_TRUE(RowReductionTemplate::space(arch, Backend::kHalide, 4, 1).enumerate().empty());
+    for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 4)) EXPECT_TRUE(s.legal(c)) << c.to_string();
+    for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 2))
+      EXPECT_TRUE(RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1).legal(c)) << c.to_string();
+  }
+}
+
+// Every row op at both stored dtypes, cached and re-reading schedules, one
+// and several rows per block, compiles for sm_90; one also for every arch.
+TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
+  const ArchLimits& sm90 = require_arch("sm_90");
+  for (const auto& c : catalog()) {
+    if (!c.reduces()) continue;
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      Pipeline p = instantiate(c, dt);
+      for (const char* cfg : {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2"}) {
+        const Config config = Config::parse(cfg);
+        PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
+        EXPECT_EQ(k.launch.block[1], config.get("rows"));
+        EXPECT_EQ(k.launch.grid[0].to_string(), "(max 1 (div (add d1 " + std::to_string(config.get("rows") - 1) +
+                                                    ") " + std::to_string(config.get("rows")) + "))");
+        NvrtcResult r = compile_cuda_to_cubin(k.source, "k_" + c.name, sm90.arch, config.get("fast") != 0);
+        EXPECT_TRUE(r.ok) << c.name << " " << dtype_name(dt) << " " << cfg << "\n" << r.log;
+      }
+    }
+  }
+  const auto& softmax = find_pattern("softmax");
+  Pipeline p = instantiate(softmax, DType::kF16);
+  PrintedKernel k = print_row_reduction_kernel(softmax, p, Config::parse("cache=4 fast=0 rows=1 threads=1024 vec=8"), "k");
+  for (const ArchLimits& arch : known_arch_limits()) {
+    if (arch.arch.number() < 75) continue;  // CUDA 13's NVRTC has no sm_70 target
+    NvrtcResult r = compile_cuda_to_cubin(k.source, "k", arch.arch, false);
+    EXPECT_TRUE(r.ok) << arch.arch.name() << "\n" << r.log;
+  }
+}
+
+TEST(RowReductionPrinter, ReductionsComeFromTheHalideExprs) {
+  const auto& c = find_pattern("layernorm");
+  const std::string src = print_row_reduction_kernel(c, instantiate(c, DType::kF32),
+                                                     Config::parse("cache=1 fast=0 rows=1 threads=64 vec=4"), "k")
+                              .source;
+  // mean(x), then mean((x - red0)^2), then the output; sum and mean divide.
+  EXPECT_NE(src.find("fk_body0(const float in_x"), std::string::npos) << src;
+  EXPECT_NE(src.find("fk_body1("), std::string::npos);
+  EXPECT_EQ(src.find("fk_body2("), std::string::npos);
+  EXPECT_NE(src.find("red0 /= (float)cols;"), std::string::npos);
+  EXPECT_NE(src.find("sqrtf("), std::string::npos);
+  EXPECT_NE(src.find("p_eps"), std::string::npos);
+}
+
+// The database key must not depend on how many pipelines came before
+// (Halide numbers the lets of Func definitions process-wide).
+TEST(RowReductionCandidate, CanonicalTextIsStable) {
+  const auto& c = find_pattern("add_layernorm");
+  const std::string a = canonical_pipeline_text(c, DType::kF32);
+  auto wl = make_candidate_workload(c, DType::kF32);
+  EXPECT_EQ(canonical_pipeline_text(c, DType::kF32), a);
+  EXPECT_NE(a.find("fk_red1 = mean over col of (let k0 = "), std::string::npos) << a;
+}
+
+TEST(RowReductionCandidate, ReductionsNeedTheRowsLayout) {
+  FusionCandidate c = find_pattern("relu_add");
+  c.algorithm = [](const AlgorithmContext& ctx) {
+    return std::vector<Halide::Expr>{ctx.reduce(Reduction::kSum, ctx.in("x"))};
+  };
+  EXPECT_THROW(instantiate(c, DType::kF32), UserError);
+}
+
+}  // namespace
+}  // namespace fusekit
+
+namespace fusekit {
+namespace {
+
+std::string expr_error(const std::string& src) {
+  try {
+    parse_expression(src);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RowReductionExpressions, UsersWriteTheirOwnSoftmax) {
+  FusionCandidate c = parse_expression("out = exp(x - max(x, col)) / sum(exp(x - max(x, col)), col)");
+  EXPECT_EQ(c.layout, Layout::kRows);
+  auto wl = make_candidate_workload(c, DType::kF32);
+  Problem p = wl->problem({3, 1});
+  std::vector<HostTensor> in = {HostTensor::make(DType::kF32, p.input_dims[0])}, out;
+  for (int i = 0; i < 3; ++i) in[0].set(i, static_cast<float>(i + 1));
+  wl->reference(p, in, &out);
+  const double s = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[0].get(i), std::exp(i + 1.0) / s, 1e-7);
+  // And the printer turns it into the same two passes as the catalog's.
+  const std::string src =
+      print_row_reduction_kernel(c, instantiate(c, DType::kF32), Config::parse("cache=1 fast=0 rows=1 threads=32 vec=4"),
+                                 "k")
+          .source;
+  EXPECT_NE(src.find("fk_row_combine<kT, true>"), std::string::npos);
+  EXPECT_NE(src.find("fk_row_combine<kT, false>"), std::string::npos);
+}
+
+TEST(RowReductionExpressions, MeanWithBroadcastWeights) {
+  // A user rmsnorm: x / sqrt(mean(x*x, col) + eps) * w[col], rows [3 4] -> rms 3.5355.
+  FusionCandidate c = parse_expression("param eps = 0\nout = x / sqrt(mean(x * x, col) + eps) * w[col]");
+  EXPECT_EQ(c.layout, Layout::kRows);
+  auto wl = make_candidate_workload(c, DType::kF32);
+  Problem p = wl->problem({2, 1});
+  std::vector<HostTensor> in = {HostTensor::make(DType::kF32, p.input_dims[0]),
+                                HostTensor::make(DType::kF32, p.input_dims[1])},
+                          out;
+  in[0].set(0, 3);
+  in[0].set(1, 4);
+  in[1].set(0, 1);
+  in[1].set(1, 2);
+  wl->reference(p, in, &out);
+  const double rms = std::sqrt(12.5);
+  EXPECT_NEAR(out[0].get(0), 3 / rms, 1e-6);
+  EXPECT_NEAR(out[0].get(1), 2 * 4 / rms, 1e-6);
+}
+
+TEST(RowReductionExpressions, BinaryMaxStaysPointwiseAndErrorsNameThePosition) {
+  EXPECT_EQ(parse_expression("out = max(x, y)").layout, Layout::kFlat);
+  EXPECT_EQ(expr_error("out = sum(x, row)"),
+            "expression:1:14: reductions run along each row's last axis: write sum(e, col)");
+  EXPECT_EQ(expr_error("out = x + sum(x)"), "expression:1:11: sum() reduces along an axis: write sum(e, col)");
+  EXPECT_NE(expr_error("out = sum(x, col) + s[c]").find("NCHW"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fusekit
