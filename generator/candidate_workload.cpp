@@ -72,7 +72,11 @@ class CandidateWorkload final : public Workload {
     return t;
   }
 
-  float input_magnitude() const override { return magnitude_; }
+  // The magnitude applies to full-size inputs (the activations); broadcast
+  // weights and biases stay in [-3, 3).
+  float input_magnitude(size_t input) const override {
+    return input < cand_.inputs.size() && cand_.inputs[input].full() ? magnitude_ : 3.0f;
+  }
 
   std::vector<float> param_values() const override {
     std::vector<float> v;

@@ -13,7 +13,8 @@ namespace fusekit {
 // Shapes, parameters and the CPU reference: the candidate's Halide pipeline
 // JIT-compiled for the host (vectorized and parallel, so 64 M elements take
 // well under a second).
-// Inputs are drawn from [-input_magnitude, input_magnitude) when measured.
+// Full-size inputs are drawn from [-input_magnitude, input_magnitude) when
+// measured; broadcast inputs from [-3, 3).
 std::unique_ptr<Workload> make_candidate_workload(const FusionCandidate& candidate, DType dtype,
                                                   float input_magnitude = 3.0f);
 

@@ -134,7 +134,7 @@ class GpuMeasurer final : public Measurer {
 
   void prepare(const Workload& workload, const Problem& problem, uint64_t seed) {
     std::string key = workload.name() + "/" + dtype_name(workload.dtype()) + "/" + problem.shape_text + "/" +
-                      std::to_string(seed) + "/" + std::to_string(workload.input_magnitude());
+                      std::to_string(seed) + "/" + std::to_string(workload.input_magnitude(0));
     if (key == problem_.key) return;
     release_problem();
     PreparedProblem p;
@@ -142,7 +142,7 @@ class GpuMeasurer final : public Measurer {
     const DType dt = workload.dtype();
     for (size_t i = 0; i < problem.input_dims.size(); ++i) {
       HostTensor t = HostTensor::make(dt, problem.input_dims[i]);
-      fill_uniform(&t, seed * 1000003u + i, -workload.input_magnitude(), workload.input_magnitude());
+      fill_uniform(&t, seed * 1000003u + i, -workload.input_magnitude(i), workload.input_magnitude(i));
       p.inputs.push_back(std::move(t));
     }
     workload.reference(problem, p.inputs, &p.reference);
@@ -220,6 +220,11 @@ class GpuMeasurer final : public Measurer {
     // Verify: poison outputs, run once, compare every element.
     for (size_t i = 0; i < problem_.reference.size(); ++i)
       drv_->cuMemsetD8(args0.outputs[i], 0xFF, problem_.reference[i].bytes.size());
+    // cuMemsetD8 runs on the legacy stream, which our non-blocking stream
+    // does not wait for: without this, a late memset could overwrite what
+    // the kernel wrote (a false failure; it never hides a missed write).
+    CUresult poisoned = drv_->cuCtxSynchronize();
+    if (poisoned != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, poisoned, "poisoning outputs");
     Status st = launch_kernel(*drv_, art, fn, shape, args0, stream_);
     if (!st.ok()) {
       res.status = RecordStatus::kLaunchError;

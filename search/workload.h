@@ -57,8 +57,11 @@ class Workload {
                          std::vector<HostTensor>* outputs) const = 0;
   // How close a GPU result must be (reductions widen it with row length).
   virtual Tolerance tolerance(const Problem& problem) const;
-  // Inputs are drawn uniformly from [-m, m).
-  virtual float input_magnitude() const { return 3.0f; }
+  // Input `i` is drawn uniformly from [-m, m).
+  virtual float input_magnitude(size_t input) const {
+    (void)input;
+    return 3.0f;
+  }
 };
 
 

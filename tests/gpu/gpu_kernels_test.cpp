@@ -88,7 +88,10 @@ TEST_F(GpuKernels, HalideKernelsMatchTheReference) {
 // Every row op, f32 and bf16, cached and re-reading schedules, several rows
 // per block, on rows of length 1, 3, 1001 (not a multiple of any vector),
 // 4096 and 65536 (longer than any cached schedule here), inputs in [-3, 3);
-// then the softmaxes and norms again with inputs in [-3e4, 3e4).
+// then again with activations in [-3e4, 3e4) (weights and biases stay in
+// [-3, 3)). bias_add_softmax is left out of the large case: scale * x + mask
+// rounds to f32 with an error of |logit| * 2^-24 (about 2e-3 at 3e4), which
+// exp turns into a relative error no f32 kernel can avoid.
 TEST_F(GpuKernels, RowReductionsMatchTheReference) {
   const std::vector<std::vector<int64_t>> domains = {{1, 37}, {3, 5}, {1001, 97}, {4096, 64}, {65536, 3}};
   for (const auto& c : catalog()) {
@@ -115,6 +118,7 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
         }
       }
+      if (c.name == "bias_add_softmax") continue;
       auto large = make_candidate_workload(c, dt, 3e4f);
       for (size_t i = 0; i < batch.size(); ++i) {
         SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + configs[i] + " large inputs");
