@@ -412,7 +412,8 @@ int run(int argc, char** argv) {
        "storage dtypes: f32,f16,bf16")
       ("sizes", po::value<std::vector<std::string>>()->multitoken()->default_value(
                     {"4096,65536,1048576,67108864"}, "4096,65536,1048576,67108864"),
-       "element counts or shapes (outermost first, e.g. 8192x1024) to tune for")
+       "element counts or shapes (outermost first, e.g. 8192x1024) to tune for; row reductions default to "
+       "256x1024,32768x1024,8192x4096,4096x16384,1024x65536,3000x3001")
       ("db", po::value<std::string>(), "tuning database (default: $FUSEKIT_DB, else ~/.local/share/fusekit/tune.db)")
       ("budget", po::value<int>()->default_value(24), "candidates per backend and workload")
       ("backend", po::value<std::vector<std::string>>()->multitoken()->default_value({"nvrtc,halide"}, "nvrtc,halide"),

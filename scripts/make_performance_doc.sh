@@ -21,6 +21,18 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
 #   compute-sanitizer --tool memcheck fusekit verify --arch sm_90 --dtype f32,bf16 --sizes 4096,65536 --db /tmp/h200.db
 # gpu_package_session.sh first runs copy_bandwidth at 128, 192, 256, 384, 512 and 1024 MiB and
 #   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
+  --rows-run 0204f8f "$r-0204f8f-rows-records.jsonl" "$r-0204f8f-rows-copy.jsonl" \
+  --rows-run 1005d24 "$r-1005d24-rows-records.jsonl" "$r-1005d24-rows-copy.jsonl" \
+  --rows-gpu-test "$r-0204f8f-rows-gpu_test.json,$r-1005d24-rows-gpu_test.json" \
+  --rows-memcheck "$r-0204f8f-rows-memcheck.txt" --rows-notes docs/performance_rows_notes.md \
+  --rows-command "scripts/prepare_device.sh build && TUNE_TIMEOUT=270 TEST_TIMEOUT=150 MEMCHECK_TIMEOUT=60 \\
+  bash scripts/gpu_reduction_session.sh                                            # run 0204f8f
+# = gpu_test; copy_bandwidth at 64-1024 MiB; fusekit tune --arch sm_90 --pattern softmax,log_softmax,layernorm,
+#   rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax --dtype f32,bf16 --backend nvrtc --budget 16
+#   (shapes 256x1024 32768x1024 8192x4096 4096x16384 1024x65536 3000x3001); memcheck of fusekit verify
+# run 1005d24 (after the measurer fix), on the H200:
+#   gpu_test; fusekit tune --arch sm_90 --pattern add_layernorm,add_rmsnorm --dtype f32,bf16 --backend nvrtc \\
+#   --budget 16; copy_bandwidth 256, 512, 1024 MiB" \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
