@@ -11,7 +11,11 @@ Expr fk_erf(const Expr& x) {
   // The C library's erff as a pure extern call, rather than Halide::erf's
   // inline polynomial (which evaluates both branches of a select and a
   // division): libm on the CPU reference, CUDA's erff in printed kernels.
-  return Halide::Internal::Call::make(Halide::Float(32), "erff", {x}, Halide::Internal::Call::PureExtern);
+  // erff takes a float: a row reduction's double-precision reference passes
+  // doubles (cast<float> of an f32 Expr is that Expr, so f32 pipelines and
+  // their keys are unchanged).
+  return Halide::Internal::Call::make(Halide::Float(32), "erff", {Halide::cast<float>(x)},
+                                      Halide::Internal::Call::PureExtern);
 }
 Expr fk_gelu(const Expr& x) { return 0.5f * x * (1.0f + fk_erf(x * 0.70710678118654752f)); }
 Expr fk_gelu_tanh(const Expr& x) {

@@ -223,6 +223,18 @@ TEST(RowReductionExpressions, MeanWithBroadcastWeights) {
   EXPECT_NEAR(out[0].get(1), 2 * 4 / rms, 1e-6);
 }
 
+// gelu's erff is a float extern; the reference's double math must still call it.
+TEST(RowReductionExpressions, ErfInsideARowOp) {
+  FusionCandidate c = parse_expression("out = gelu(x - mean(x, col))");
+  auto wl = make_candidate_workload(c, DType::kF32);
+  Problem p = wl->problem({2, 1});
+  std::vector<HostTensor> in = {HostTensor::make(DType::kF32, p.input_dims[0])}, out;
+  in[0].set(0, 1);
+  in[0].set(1, 3);
+  wl->reference(p, in, &out);
+  EXPECT_NEAR(out[0].get(1), 0.5 * (1 + std::erf(1 / std::sqrt(2.0))), 1e-6);
+}
+
 TEST(RowReductionExpressions, BinaryMaxStaysPointwiseAndErrorsNameThePosition) {
   EXPECT_EQ(parse_expression("out = max(x, y)").layout, Layout::kFlat);
   EXPECT_EQ(expr_error("out = sum(x, row)"),
