@@ -122,8 +122,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     add_param("const float " + halide_param_name(cand.params[p].name),
               {KernelParam::Kind::kScalarParam, KernelParam::Type::kF32, static_cast<int>(p), {}});
   add_param("const long long rows", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d1")});
-  add_param("const long long cols_ll",
-            {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d0")});
+  // A 32-bit row length: the runtime refuses (a Status, no launch) rows of
+  // 2^31 columns or more instead of the kernel computing garbage.
+  add_param("const int cols", {KernelParam::Kind::kShape, KernelParam::Type::kI32, 0, LaunchExpr::symbol("d0")});
   launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
 
   // One visit: the vector at col0 of every input (from the registers or
@@ -200,11 +201,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache << ";\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
   src << "  __shared__ float fk_smem[kR][32];\n";
-  src << "  if (cols_ll > 0x7fffffffLL) return;  // rows of 2^31 columns and more are not supported\n";
-  src << "  const int cols = (int)cols_ll;\n";
   src << "  const long long row = (long long)blockIdx.x * kR + threadIdx.y;\n";
   src << "  const bool active = row < rows;\n";
-  src << "  const long long base = (active ? row : 0) * cols_ll;\n";
+  src << "  const long long base = (active ? row : 0) * (long long)cols;\n";
   src << "  const bool aligned = cols % kV == 0;  // every row starts on a vector boundary\n";
   for (const auto& in : cand.inputs) {
     if (in.full()) src << "  const " << st << "* __restrict__ x_" << in.name << " = g_" << in.name << " + base;\n";

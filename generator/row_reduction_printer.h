@@ -12,8 +12,8 @@
 namespace fusekit {
 
 // Launch: block (threads, rows), grid ceil(rows_of_tensor / rows); the
-// kernel takes inputs, outputs, scalar parameters, then rows and cols.
-// Rows must be shorter than 2^31 columns.
+// kernel takes inputs, outputs, scalar parameters, then rows (64-bit) and
+// cols (32-bit: launching rows of 2^31 columns or more is a Status).
 PrintedKernel print_row_reduction_kernel(const FusionCandidate& candidate, const Pipeline& pipeline,
                                          const Config& config, const std::string& entry);
 

@@ -3,6 +3,7 @@
 #include "fusekit/package.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -77,10 +78,15 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
   const fusekit_variant_desc* nearest = nullptr;
   const fusekit_variant_desc* generic = nullptr;
   int nearest_distance = 1 << 30;
+  bool too_large = false;
   for (size_t i = 0; i < count; ++i) {
     const fusekit_variant_desc& v = table[i];
     if (v.sm != want_sm || v.dtype != dt || v.pointer_alignment > pointer_alignment) continue;
     if (std::strcmp(v.op, op_name) != 0) continue;
+    if (v.index32 && elements > INT32_MAX) {  // 64-bit indexing needed: a 32-bit kernel would wrap
+      too_large = true;
+      continue;
+    }
     if (v.bucket_log2 == b) {
       *out = Selection{&v, arch_step, "exact bucket"};
       return Status();
@@ -94,6 +100,10 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
   }
   if (nearest) { *out = Selection{nearest, arch_step, "nearest bucket"}; return Status(); }
   if (generic) { *out = Selection{generic, arch_step, "generic"}; return Status(); }
+  if (too_large)
+    return Status(StatusCode::kNotSupported, std::to_string(elements) + " elements need 64-bit indexing, and op '" +
+                                                 std::string(op_name) + "' has only 32-bit (Halide) kernels here; "
+                                                 "rebuild the package with an nvrtc variant");
   return Status(StatusCode::kInvalidArgument, "tensor pointers are only " + std::to_string(pointer_alignment) +
                                                   "-byte aligned; op '" + std::string(op_name) + "' needs element alignment");
 }

@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
+#include "fusekit/kernel_launch.h"
 #include "generator/catalog.h"
 #include "generator/expr_parser.h"
 #include "generator/nvrtc_compiler.h"
@@ -136,6 +137,27 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
     NvrtcResult r = compile_cuda_to_cubin(k.source, "k", arch.arch, false);
     EXPECT_TRUE(r.ok) << arch.arch.name() << "\n" << r.log;
   }
+}
+
+// Rows of 2^31 columns or more: a Status at launch, never a wrong kernel.
+TEST(RowReductionPrinter, RowsOfTwoToThe31ColumnsAreRefusedAtLaunch) {
+  const auto& c = find_pattern("softmax");
+  KernelArtifact a =
+      print_row_reduction_kernel(c, instantiate(c, DType::kF32), Config::parse("cache=0 fast=0 rows=1 threads=256 vec=4"), "k")
+          .launch;
+  LaunchShape shape;
+  shape.domain = {int64_t{1} << 31, 2};
+  shape.inputs = {shape.domain};
+  shape.outputs = {shape.domain};
+  PreparedLaunch prepared;
+  Status st = prepare_launch(a, shape, &prepared);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+  EXPECT_NE(st.message().find("overflows int32"), std::string::npos) << st.message();
+  shape.domain = {(int64_t{1} << 31) - 1, 3};
+  shape.inputs = {shape.domain};
+  shape.outputs = {shape.domain};
+  ASSERT_TRUE(prepare_launch(a, shape, &prepared).ok());
+  EXPECT_EQ(prepared.grid[0], 3u);  // one row per block
 }
 
 TEST(RowReductionPrinter, ReductionsComeFromTheHalideExprs) {

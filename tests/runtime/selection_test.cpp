@@ -9,10 +9,10 @@ namespace {
 const fusekit_param_desc kParams[] = {{0, 0, 0, ""}, {1, 0, 0, ""}, {3, 3, 0, "n"}};
 
 fusekit_variant_desc variant(const char* entry, int sm, int kind, int bucket, int align, int dtype = 0,
-                             const char* op = "relu_add") {
+                             const char* op = "relu_add", int index32 = 0) {
   static const unsigned char image[] = {0};
   return {op,     dtype,   bucket, sm, kind, image, 1, entry, {128, 1, 1}, {"(div (add n 127) 128)", "1", "1"},
-          0,      align,   kParams, 3,  "nvrtc", "threads=128", "id", 1};
+          0,      align,   kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32};
 }
 
 const fusekit_variant_desc kTable[] = {
@@ -20,6 +20,9 @@ const fusekit_variant_desc kTable[] = {
     variant("sm80_b20", 80, 0, 20, 16),  variant("sm80_generic", 80, 0, -1, 4),
     variant("ptx_b20", 0, 1, 20, 16),    variant("ptx_generic", 0, 1, -1, 4),
     variant("bf16_sm90", 90, 0, 20, 16, 2),
+    // silu_mul: a 32-bit-indexed Halide winner and a 64-bit generic; gelu: Halide only.
+    variant("silu_halide", 90, 0, 26, 16, 0, "silu_mul", 1), variant("silu_generic", 90, 0, -1, 4, 0, "silu_mul"),
+    variant("gelu_halide", 90, 0, 26, 16, 0, "gelu", 1),
 };
 constexpr size_t kCount = sizeof(kTable) / sizeof(kTable[0]);
 
@@ -57,6 +60,18 @@ TEST(SelectVariant, SameMajorCubinThenPtx) {
   EXPECT_STREQ(s.arch_step, "ptx jit");
   s = pick(100, 1 << 20);
   EXPECT_STREQ(s.arch_step, "ptx jit");
+}
+
+TEST(SelectVariant, MoreThanTwoToThe31ElementsSkip32BitKernels) {
+  EXPECT_STREQ(pick(90, 1 << 26, 256, DType::kF32, "silu_mul").variant->entry, "silu_halide");
+  const int64_t big = int64_t{1} << 31;
+  Selection s = pick(90, big, 256, DType::kF32, "silu_mul");
+  EXPECT_STREQ(s.variant->entry, "silu_generic");
+  EXPECT_STREQ(s.shape_step, "generic");
+  Status st = select_variant(kTable, kCount, "gelu", DType::kF32, DeviceProps{90, 132}, big, 256, &s);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+  EXPECT_NE(st.message().find("2147483648 elements need 64-bit indexing"), std::string::npos) << st.message();
+  EXPECT_TRUE(select_variant(kTable, kCount, "gelu", DType::kF32, DeviceProps{90, 132}, big - 1, 256, &s).ok());
 }
 
 TEST(SelectVariant, PtxOnlyDevicesSkipEveryCubin) {

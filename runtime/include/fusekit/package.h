@@ -48,6 +48,7 @@ typedef struct fusekit_variant_desc {
   const char* schedule;    // Config text
   const char* record_id;   // tuning record it came from ("" for generic)
   int measured;            // 1 measured on a GPU, 0 modeled or generic
+  int index32;             // 1: 32-bit indexing (Halide kernels), at most 2^31 - 1 elements
 } fusekit_variant_desc;
 
 #ifdef __cplusplus
