@@ -8,8 +8,14 @@ ctypes, on PyTorch's current stream, so the kernels timed are the packaged
 ones. Every fusekit result is checked against eager's before it is timed: eager
 run on the inputs widened to f32 and rounded once to the storage dtype (what
 fusekit computes: f32 math, one rounding), with fusekit's own tolerances
-(search/host_tensor.cpp: f32 1e-5 + 1e-5|ref|, bf16 1e-4 + 2 ulps). Eager's own
-bf16 result rounds every intermediate and is not a sharper reference.
+(search/host_tensor.cpp: f32 1e-5 + 1e-5|ref|, bf16 1e-4 + 2 ulps; row
+reductions widen them by 1 + sqrt(cols)/16). Eager's own bf16 result rounds
+every intermediate and is not a sharper reference.
+
+Ops: the pointwise catalog at 4096, 65536, 1048576 and 67108864 elements, and
+the row reductions (softmax, log_softmax, layernorm, rmsnorm, add_layernorm,
+add_rmsnorm, bias_add_softmax) at 256x1024, 32768x1024, 8192x4096, 4096x16384
+and 1024x65536. The row ops were added after the last GPU run of this script.
 
 Timing: kernel time by CUDA events around each call after warm-up, median and
 p20/p80 of many calls, inputs rotated over enough copies to exceed L2; per-call
@@ -30,7 +36,8 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 ATOL_RTOL = {"f32": (1e-5, 1e-5), "bf16": (1e-4, 2 * 2.0 ** -8)}
 
 
-# Each op: layout, input names (with broadcast axes), scalar params, eager function.
+# Each op: layout, input names (with broadcast axes), scalar parameters (the
+# catalog's values), the eager function (returns a tensor or a tuple).
 def relu_add(x, y):
     return torch.relu(x) + y
 
@@ -59,15 +66,56 @@ def silu_mul(a, b):
     return F.silu(a) * b
 
 
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def log_softmax(x):
+    return torch.log_softmax(x, -1)
+
+
+def layernorm(x, w, b):
+    return F.layer_norm(x, [x.size(-1)], w, b, 1e-5)
+
+
+def rmsnorm(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def add_layernorm(x, residual, w, b):
+    s = x + residual
+    return F.layer_norm(s, [s.size(-1)], w, b, 1e-5), s
+
+
+def add_rmsnorm(x, residual, w):
+    s = x + residual
+    return s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + 1e-6) * w, s
+
+
+def bias_add_softmax(x, mask):
+    return torch.softmax(0.125 * x + mask, -1)
+
+
 OPS = {
-    "relu_add": ("flat", ["x", "y"], relu_add),
-    "sigmoid_mul_tanh_add": ("flat", ["x", "y", "z"], sigmoid_mul_tanh_add),
-    "bias_gelu": ("rowcol", ["x", "b[col]"], bias_gelu),
-    "bias_gelu_tanh": ("rowcol", ["x", "b[col]"], bias_gelu_tanh),
-    "bn_relu": ("nchw", ["x", "scale[c]", "shift[c]"], bn_relu),
-    "residual_add_relu": ("flat", ["x", "r"], residual_add_relu),
-    "silu_mul": ("flat", ["a", "b"], silu_mul),
+    "relu_add": ("flat", ["x", "y"], [], relu_add),
+    "sigmoid_mul_tanh_add": ("flat", ["x", "y", "z"], [], sigmoid_mul_tanh_add),
+    "bias_gelu": ("rowcol", ["x", "b[col]"], [], bias_gelu),
+    "bias_gelu_tanh": ("rowcol", ["x", "b[col]"], [], bias_gelu_tanh),
+    "bn_relu": ("nchw", ["x", "scale[c]", "shift[c]"], [], bn_relu),
+    "residual_add_relu": ("flat", ["x", "r"], [], residual_add_relu),
+    "silu_mul": ("flat", ["a", "b"], [], silu_mul),
+    "softmax": ("rows", ["x"], [], softmax),
+    "log_softmax": ("rows", ["x"], [], log_softmax),
+    "layernorm": ("rows", ["x", "w[col]", "b[col]"], [1e-5], layernorm),
+    "rmsnorm": ("rows", ["x", "w[col]"], [1e-6], rmsnorm),
+    "add_layernorm": ("rows", ["x", "residual", "w[col]", "b[col]"], [1e-5], add_layernorm),
+    "add_rmsnorm": ("rows", ["x", "residual", "w[col]"], [1e-6], add_rmsnorm),
+    "bias_add_softmax": ("rows", ["x", "mask"], [0.125], bias_add_softmax),
 }
+
+# The spine's element counts and the reduction issue's [rows, cols] shapes.
+POINTWISE_SIZES = [4096, 65536, 1048576, 67108864]
+ROW_SHAPES = [[256, 1024], [32768, 1024], [8192, 4096], [4096, 16384], [1024, 65536]]
 
 
 def shape_for(layout, n):
@@ -77,6 +125,24 @@ def shape_for(layout, n):
     if layout == "rowcol":
         return [1, n] if n < 1024 else [(n + 1023) // 1024, 1024]
     return [1, 1, n] if n < 64 else [1, 64, (n + 63) // 64]
+
+
+def shapes_for(layout, quick):
+    if layout == "rows":
+        return [ROW_SHAPES[0], ROW_SHAPES[2]] if quick else ROW_SHAPES
+    return [shape_for(layout, n) for n in ([4096, 67108864] if quick else POINTWISE_SIZES)]
+
+
+def tolerance(dt_name, layout, shape):
+    """fusekit's own (search/host_tensor.cpp, candidate_workload.cpp): row
+    reductions widen f32 tolerances by 1 + sqrt(cols) / 16."""
+    atol, rtol = ATOL_RTOL[dt_name]
+    if layout == "rows":
+        s = 1.0 + shape[-1] ** 0.5 / 16.0
+        atol *= s
+        if dt_name == "f32":
+            rtol *= s
+    return atol, rtol
 
 
 def make_inputs(layout, names, shape, dtype, gen):
@@ -92,6 +158,10 @@ def make_inputs(layout, names, shape, dtype, gen):
     return tensors
 
 
+def as_tuple(v):
+    return v if isinstance(v, tuple) else (v,)
+
+
 class Fusekit:
     def __init__(self, package):
         self.lib = ctypes.CDLL(package + "/lib/libfusekit_kernels.so")
@@ -102,18 +172,18 @@ class Fusekit:
                       ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_void_p]
         self.lib.fusekit_last_error.restype = ctypes.c_char_p
 
-    def caller(self, op, dtype, inputs, out, shape, follow_stream=False):
+    def caller(self, op, dtype, inputs, outs, params, shape, follow_stream=False):
         """A zero-argument callable launching the op. On the stream current
         now, its arguments converted once (what a framework binding caching
         its stream does); with follow_stream, on the stream current at each
         call (needed under CUDA graph capture)."""
         ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
-        outs = (ctypes.c_void_p * 1)(out.data_ptr())
+        out_ptrs = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])
         dom = (ctypes.c_int64 * len(shape))(*shape)
-        params = (ctypes.c_float * 1)(0.0)
+        prm = (ctypes.c_float * max(1, len(params)))(*(params or [0.0]))
         launch, err = self.lib.fusekit_launch, self.lib.fusekit_last_error
-        head = (ctypes.c_char_p(op.encode()), ctypes.c_char_p(dtype.encode()), ins, ctypes.c_int(len(inputs)), outs,
-                ctypes.c_int(1), params, ctypes.c_int(0), dom, ctypes.c_int(len(shape)))
+        head = (ctypes.c_char_p(op.encode()), ctypes.c_char_p(dtype.encode()), ins, ctypes.c_int(len(inputs)), out_ptrs,
+                ctypes.c_int(len(outs)), prm, ctypes.c_int(len(params)), dom, ctypes.c_int(len(shape)))
 
         def fail():
             raise RuntimeError("fusekit_launch(%s, %s): %s" % (op, dtype, err().decode()))
@@ -196,59 +266,63 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     fk = Fusekit(a.package)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    sizes = [4096, 67108864] if a.quick else [4096, 65536, 1048576, 67108864]
     results = []
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
     # One static-shape compilation per op, dtype and size, as a model with
     # fixed shapes gets.
     torch._dynamo.config.cache_size_limit = 256
-    for op, (layout, names, eager) in OPS.items():
+    for op, (layout, names, params, eager) in OPS.items():
         if a.ops and op not in a.ops.split(","):
             continue
         scripted = torch.jit.script(eager)
         compiled = torch.compile(eager, dynamic=False)
         autotuned = torch.compile(eager, mode="max-autotune-no-cudagraphs", dynamic=False)
         for dt_name, dt in DTYPES.items():
-            for n in sizes:
-                shape = shape_for(layout, n)
+            for shape in shapes_for(layout, a.quick):
                 elements = 1
                 for d in shape:
                     elements *= d
+                # Outputs: the eager result's shapes, one tensor per output.
+                probe = make_inputs(layout, names, shape, dt, gen)
+                out_shapes = [list(t.shape) for t in as_tuple(eager(*probe))]
                 # Enough input sets that rotating through them never hits L2.
                 sets = []
                 while True:
                     ins = make_inputs(layout, names, shape, dt, gen)
-                    out = torch.empty(shape, dtype=dt, device="cuda")
-                    sets.append((ins, out))
-                    bytes_moved = (sum(t.numel() for t in ins) + out.numel()) * out.element_size()
+                    outs = [torch.empty(s, dtype=dt, device="cuda") for s in out_shapes]
+                    sets.append((ins, outs))
+                    bytes_moved = (sum(t.numel() for t in ins) + sum(o.numel() for o in outs)) * outs[0].element_size()
                     if bytes_moved * len(sets) >= 2.5 * l2 or len(sets) >= 64:
                         break
-                ref = eager(*[t.float() for t in sets[0][0]]).to(dt)
-                call0 = fk.caller(op, dt_name, sets[0][0], sets[0][1], shape)
+                refs = [r.to(dt) for r in as_tuple(eager(*[t.float() for t in sets[0][0]]))]
+                call0 = fk.caller(op, dt_name, sets[0][0], sets[0][1], params, shape)
                 call0()
                 torch.cuda.synchronize()
-                atol, rtol = ATOL_RTOL[dt_name]
-                got, want = sets[0][1].float(), ref.float()
-                excess = (got - want).abs() / (atol + rtol * want.abs())
-                ok = bool(excess.max().item() <= 1.0)
-                err = (got - want).abs().max().item()
+                atol, rtol = tolerance(dt_name, layout, shape)
+                ok, err = True, 0.0
+                for got, want in zip(sets[0][1], refs):
+                    got, want = got.float(), want.float()
+                    excess = (got - want).abs() / (atol + rtol * want.abs())
+                    ok = ok and bool(excess.max().item() <= 1.0)
+                    err = max(err, (got - want).abs().max().item())
                 impls = {
-                    "fusekit": [fk.caller(op, dt_name, i, o, shape) for i, o in sets],
+                    "fusekit": [fk.caller(op, dt_name, i, o, params, shape) for i, o in sets],
                     "eager": [lambda i=i: eager(*i) for i, _ in sets],
                     "torchscript": [lambda i=i: scripted(*i) for i, _ in sets],
                     "inductor": [lambda i=i: compiled(*i) for i, _ in sets],
                     "inductor_max_autotune": [lambda i=i: autotuned(*i) for i, _ in sets],
                 }
-                graph_fns = {"fusekit": fk.caller(op, dt_name, sets[0][0], sets[0][1], shape, follow_stream=True)}
+                graph_fns = {"fusekit": fk.caller(op, dt_name, sets[0][0], sets[0][1], params, shape,
+                                                  follow_stream=True)}
                 src = torch.empty(bytes_moved // 2, dtype=torch.uint8, device="cuda")
                 dst = torch.empty_like(src)
                 impls["copy"] = [lambda: dst.copy_(src)]
                 row = {"op": op, "dtype": dt_name, "shape": "x".join(map(str, shape)), "elements": elements,
                        "bytes": bytes_moved, "fusekit_verified": bool(ok), "fusekit_max_abs_err": err, "impls": {}}
                 if not ok:
-                    print("fusekit disagrees with eager on %s %s %s (max err %g): not timed" % (op, dt_name, n, err),
-                          file=sys.stderr)
+                    print("fusekit disagrees with eager on %s %s %s (max err %g): not timed" % (
+                        op, dt_name, row["shape"], err), file=sys.stderr)
                     del impls["fusekit"]
                 for name, fns in impls.items():
                     reps = 30 if a.quick else 100
