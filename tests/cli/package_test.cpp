@@ -180,6 +180,33 @@ TEST_F(Package, RelativePathsWork) {
   EXPECT_FALSE(fs::exists(dir_ / "relative/pkg2"));
 }
 
+// A row reduction packages like a pointwise op: typed entry point with its
+// parameter and [rows, cols], a generic variant, portable PTX.
+TEST_F(Package, RowReductionsPackageWithTheirParameters) {
+  const std::string db = (dir_ / "rows.db").string();
+  Result r = sh(std::string(FUSEKIT_BINARY) + " tune --arch sm_90 --pattern layernorm --sizes 256x1024 --budget 2 --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_90 --pattern layernorm --db " + db + " --out " +
+         (dir_ / "rows_pkg").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream h(dir_ / "rows_pkg/include/fusekit_kernels.h");
+  std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  EXPECT_NE(header.find("int fusekit_layernorm_f32(const float* x, const float* w, const float* b, float* out, "
+                        "float eps, int64_t rows, int64_t cols, CUstream stream);"),
+            std::string::npos)
+      << header;
+  nlohmann::json m;
+  std::ifstream(dir_ / "rows_pkg/share/fusekit_kernels/manifest.json") >> m;
+  int generic = 0, ptx = 0;
+  for (const auto& v : m["variants"]) {
+    generic += v["shape_bucket"] == "generic";
+    ptx += v["image"] == "ptx";
+    EXPECT_NE(v["params"].get<std::string>().find("cache="), std::string::npos) << v["params"];
+  }
+  EXPECT_GE(generic, 1);
+  EXPECT_GE(ptx, 1);
+}
+
 TEST_F(Package, BuildErrorsNameWhatIsMissing) {
   Result r = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_75 --pattern relu_add --db " + db_ + " --out " +
                 (dir_ / "p2").string());
