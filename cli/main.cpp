@@ -301,7 +301,6 @@ int cmd_verify(const po::variables_map& vm) {
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
   const auto cands = selected_candidates(vm);
   const auto dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
-
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
   if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE");
   auto db = open_sqlite_db(path);
