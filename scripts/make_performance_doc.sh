@@ -37,7 +37,9 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
   --peers 261f2b1 "$r-261f2b1-peers.json" --plots img \
-  --peers-command "scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl \\
-  PEERS_TIMEOUT=540 bash scripts/gpu_peers_session.sh
+  --peers-command "# at 261f2b1, in one device call after the runtime session:
+scripts/prepare_device.sh build && export RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl
+SKIP_TUNE=1 bash scripts/gpu_package_session.sh; PEERS_TIMEOUT=420 bash scripts/gpu_peers_session.sh
 # = fusekit build --arch sm_90 (run a11723e's records), then
-#   python3 bench/peers.py --package /tmp/pkg --out peers.json      (2 min 24 s on the H200)"
+#   python3 bench/peers.py --package /tmp/pkg --out peers.json      (2 min 24 s on the H200)
+# bench/peers.py had the pointwise ops only then; its row ops have not run yet."
