@@ -153,9 +153,6 @@ class KernelBuilder final : public Builder {
         r.artifact.image_kind = ImageKind::kCubin;
         r.artifact.image = std::move(nv.cubin);
         r.artifact.target_sm = arch_.arch.number();
-      } else if (cand_.reduces()) {
-        r.error = "halide: no reduction schedule yet (row reductions are built by the nvrtc backend)";
-        return r;
       } else {
         // Halide's LLVM can abort the process (e.g. on some bf16 code), so
         // it runs in a child process.

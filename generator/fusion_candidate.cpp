@@ -119,6 +119,7 @@ class Context final : public AlgorithmContext {
     red.body(col, row) = value;
     red.total = Halide::Func("fk_rt" + k);
     Halide::RDom r(0, p_.row_length, "fk_r" + k);
+    red.rdom = r;
     const Halide::Type acc = f64_ ? Halide::Float(64) : Halide::Float(32);
     Halide::Expr v = Halide::cast(acc, red.body(r.x, row));
     if (kind == Reduction::kMax) {

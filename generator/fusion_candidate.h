@@ -89,6 +89,7 @@ struct RowReduction {
   Halide::Func body;   // (col, row), f32
   Halide::Func func;   // (row), f32; the mean already divided
   Halide::Func total;  // (row): the running sum or max `func` reads
+  Halide::RDom rdom;   // over the row's columns, in `total`'s update
 };
 
 struct Pipeline {

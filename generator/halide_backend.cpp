@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "schedules/pointwise_template.h"
+#include "schedules/row_reduction_template.h"
 
 namespace fusekit {
 namespace {
@@ -190,7 +191,13 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
                                    const ArchLimits& arch, const std::string& entry_hint) {
   Pipeline p = instantiate(cand, dtype);
   p.constrain_buffers();
-  PointwiseTemplate::apply_halide(p.output, p.vars, config);
+  if (cand.reduces()) {
+    std::vector<std::pair<Func, RDom>> reductions;
+    for (const auto& r : p.reductions) reductions.push_back({r.total, r.rdom});
+    RowReductionTemplate::apply_halide(p.output, p.vars, reductions, config);
+  } else {
+    PointwiseTemplate::apply_halide(p.output, p.vars, config);
+  }
   const Target target = cuda_target(arch);
   Halide::Pipeline pipeline(p.output);
   Module module = pipeline.compile_to_module(p.arguments(), entry_hint, target);
@@ -234,7 +241,7 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   if (!name) throw UserError("halide backend: kernel name is not a constant");
   art.entry = name->value;
   art.target_sm = arch.halide_cuda_capability;
-  art.pointer_alignment = static_cast<int>(config.get("vec") * dtype_bytes(dtype));
+  art.pointer_alignment = static_cast<int>(config.get_or("vec", 1) * dtype_bytes(dtype));
 
   ShapeTranslator shapes(site.scope, buffers);
   for (int i = 0; i < 3; ++i) {
@@ -243,9 +250,13 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
     if (threads.op() != LaunchExpr::Op::kConst) throw UserError("halide backend: thread extent is not a constant");
     art.block[i] = static_cast<int>(threads.value());
   }
+  // Shared memory: a constant, possibly as an unfolded expression.
   LaunchExpr shared = shapes.translate(run->args[8]);
-  if (shared.op() != LaunchExpr::Op::kConst) throw UserError("halide backend: shared memory size is not a constant");
-  art.shared_bytes = static_cast<int>(shared.value());
+  int64_t shared_bytes = 0;
+  if (!shared.symbols().empty() ||
+      !shared.evaluate([](const std::string&, int64_t*) { return false; }, &shared_bytes).ok())
+    throw UserError("halide backend: shared memory size is not a constant: " + shared.to_string());
+  art.shared_bytes = static_cast<int>(shared_bytes);
 
   const auto* arg_struct = run->args[10].as<Call>();
   if (!arg_struct || !arg_struct->is_intrinsic(Call::make_struct))
@@ -266,7 +277,19 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
     } else if (const auto* c = a.as<Call>(); c && c->is_intrinsic(Call::make_struct) && c->args.size() == 1) {
       const Expr& value = c->args[0];
       const auto* var = value.as<Variable>();
+      // A float the host computed from the shape (e.g. a row length for a
+      // mean): the integer expression, converted at launch.
+      Expr shape_float;
       if (value.type() == Float(32)) {
+        Expr v = value;
+        if (const auto* lv = v.as<Variable>(); lv && site.scope.count(lv->name)) v = site.scope.at(lv->name);
+        if (const auto* cast = v.as<Cast>(); cast && cast->value.type().is_int()) shape_float = cast->value;
+      }
+      if (shape_float.defined()) {
+        prm.kind = KernelParam::Kind::kShape;
+        prm.type = KernelParam::Type::kF32;
+        prm.expr = shapes.translate(shape_float);
+      } else if (value.type() == Float(32)) {
         prm.kind = KernelParam::Kind::kScalarParam;
         prm.type = KernelParam::Type::kF32;
         prm.index = -1;

@@ -120,6 +120,9 @@ Status prepare_launch(const KernelArtifact& artifact, const LaunchShape& shape, 
     uint64_t bits = 0;
     if (p.type == KernelParam::Type::kBool) {
       bits = v != 0;
+    } else if (p.type == KernelParam::Type::kF32) {  // a shape value the kernel takes as a float
+      const float f = static_cast<float>(v);
+      std::memcpy(&bits, &f, sizeof(f));
     } else if (p.type == KernelParam::Type::kI32) {
       if (v < INT32_MIN || v > INT32_MAX)
         return Status(StatusCode::kNotSupported, "shape argument " + p.expr.to_string() + " = " + std::to_string(v) +

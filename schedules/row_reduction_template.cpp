@@ -1,11 +1,19 @@
 #include "schedules/row_reduction_template.h"
 
+#include <map>
+
 namespace fusekit {
 
 ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, int element_bytes,
                                        int cached_inputs) {
   ParamSpace s;
-  if (backend != Backend::kNvrtc) return s;  // no Halide reduction schedule yet
+  if (backend == Backend::kHalide) {
+    s.add("threads", {32, 64, 128, 256, 512, 1024});
+    const int max_block = arch.max_threads_per_block;
+    s.require("threads per block above the arch limit of " + std::to_string(max_block),
+              [max_block](const Config& c) { return c.get("threads") <= max_block; });
+    return s;
+  }
   s.add("threads", {8, 16, 32, 64, 128, 256, 512, 1024});
   s.add("rows", {1, 2, 4, 8});
   s.add("vec", {1, 2, 4, 8});
@@ -28,7 +36,10 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
 
 std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes) {
   std::vector<Config> out;
-  if (backend != Backend::kNvrtc) return out;
+  if (backend == Backend::kHalide) {
+    for (int64_t t : {128, 256, 1024}) out.push_back(Config(std::map<std::string, int64_t>{{"threads", t}}));
+    return out;
+  }
   const int64_t wide = 16 / element_bytes;
   // {threads, rows, cache for 4-byte elements}: rows held in registers at
   // 1024 (four rows per block), 1024, 4096, 16384 and 65536 columns, and a
@@ -46,6 +57,28 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
       out.push_back(c);
     }
   return out;
+}
+
+void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
+                                        const std::vector<std::pair<Halide::Func, Halide::RDom>>& reductions,
+                                        const Config& config) {
+  using namespace Halide;
+  const int threads = static_cast<int>(config.get("threads"));
+  const Var col = vars.at(0), row = vars.at(1);
+  Var co("fk_co"), ci("fk_ci");
+  output.split(col, co, ci, threads, TailStrategy::GuardWithIf).reorder(ci, co, row).gpu_blocks(row).gpu_threads(ci);
+  for (size_t k = 0; k < reductions.size(); ++k) {
+    Func total = reductions[k].first;
+    const RDom& r = reductions[k].second;
+    const std::string n = std::to_string(k);
+    RVar rxo("fk_rxo" + n), rxi("fk_rxi" + n);
+    Var u("fk_u" + n);
+    total.compute_at(output, row);
+    total.update().split(r.x, rxo, rxi, threads, TailStrategy::GuardWithIf);
+    Func partial = total.update().rfactor(rxi, u);
+    partial.bound(u, 0, threads).compute_at(output, row).gpu_threads(u);
+    partial.update().gpu_threads(u);
+  }
 }
 
 int64_t RowReductionTemplate::cached_row(const Config& config) {

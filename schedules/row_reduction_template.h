@@ -18,6 +18,9 @@
 // take the one-read path.
 #pragma once
 
+#include <Halide.h>
+
+#include <utility>
 #include <vector>
 
 #include "schedules/arch_limits.h"
@@ -34,6 +37,13 @@ class RowReductionTemplate {
   static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Elements of a row the registers hold: threads * vec * cache.
   static int64_t cached_row(const Config& config);
+  // The Halide schedule (Halide backend): one block per row, `threads`
+  // threads; each reduction rfactor'ed into per-thread partials in shared
+  // memory (computed at the row's block), then combined; the output stage
+  // strides the row across the threads.
+  static void apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
+                           const std::vector<std::pair<Halide::Func, Halide::RDom>>& reductions,
+                           const Config& config);
 };
 
 // Which template a candidate's kernels follow, and the tuner's view of it.

@@ -23,8 +23,8 @@ done
 tail -8 "$out/copy.jsonl" >>"$log"
 
 step tune the row ops
-timeout ${TUNE_TIMEOUT:-300} "$bin/fusekit" tune --arch sm_90 --pattern $ops --dtype f32,bf16 --backend nvrtc \
-  --budget ${BUDGET:-16} --db /tmp/rows.db >"$out/tune.txt" 2>"$out/tune_progress.txt"
+timeout ${TUNE_TIMEOUT:-300} "$bin/fusekit" tune --arch sm_90 --pattern $ops --dtype f32,bf16 \
+  --backend ${BACKENDS:-nvrtc,halide} --budget ${BUDGET:-16} --db /tmp/rows.db >"$out/tune.txt" 2>"$out/tune_progress.txt"
 echo "tune rc=$?" | tee -a "$log"
 "$bin/fusekit" db export --db /tmp/rows.db "$out/records.jsonl" >>"$log" 2>&1
 

@@ -9,7 +9,7 @@
 //           law need (per-SM bandwidth * 600 ns), capped at 1.
 //   tail    wave quantization: ceil(waves) / waves for a one-shot grid with
 //           fewer than ~8 waves; 1 for grid-stride.
-// Row reductions (configs with `cache`): blocks of threads * rows threads,
+// Row reductions (configs without `ept`): blocks of threads * rows threads,
 // one per `rows` rows; vectors in flight per thread min(cache, chunks of the
 // row) or 1; rows longer than the cache read twice; threads beyond the row's
 // vectors idle (utilization cols / (threads * vec)).
@@ -34,7 +34,7 @@ class AnalyticCostModel final : public CostModel {
     const double tensors = static_cast<double>(problem.input_dims.size() + problem.output_dims.size());
     const double n = static_cast<double>(problem.elements());
     for (const auto& c : batch) {
-      if (c.config.values().count("cache")) {
+      if (!c.config.values().count("ept")) {  // a row reduction (NVRTC or Halide schedule)
         out.push_back(predict_row_reduction(problem, bytes, bytes_per_element, tensors, c.config));
         continue;
       }
@@ -69,8 +69,10 @@ class AnalyticCostModel final : public CostModel {
                                const Config& c) const {
     const double cols = static_cast<double>(problem.domain.at(0));
     const double rows = problem.domain.size() > 1 ? static_cast<double>(problem.domain[1]) : 1.0;
-    const double threads = static_cast<double>(c.get("threads")), per_block = static_cast<double>(c.get("rows"));
-    const double vec = static_cast<double>(c.get("vec")), cache = static_cast<double>(c.get("cache"));
+    // The Halide schedule has `threads` only: one row per block, scalar
+    // accesses, every pass reading the row again.
+    const double threads = static_cast<double>(c.get("threads")), per_block = static_cast<double>(c.get_or("rows", 1));
+    const double vec = static_cast<double>(c.get_or("vec", 1)), cache = static_cast<double>(c.get_or("cache", 0));
     const double access_bytes = vec * static_cast<double>(bytes_per_element);
     const double access = access_bytes >= 16 ? 1.0 : access_bytes >= 8 ? 0.95 : access_bytes >= 4 ? 0.85 : 0.7;
     const double chunks = std::ceil(cols / (threads * vec));

@@ -50,6 +50,38 @@ TEST(HalideBackend, EmitsPtxAndALaunchDescriptionForEveryF32Pattern) {
   }
 }
 
+// Row reductions: one kernel, one block of `threads` per row, the rfactor'ed
+// partials in constant shared memory; a mean's row length arrives as an f32
+// shape argument. (Built and described here; run on the GPU by gpu_test.)
+TEST(HalideBackend, RowReductionsLowerToOneKernelPerPipeline) {
+  const ArchLimits& sm90 = require_arch("sm_90");
+  for (const auto& c : catalog()) {
+    if (!c.reduces()) continue;
+    SCOPED_TRACE(c.name);
+    for (int threads : {32, 1024}) {
+      KernelArtifact a = build_halide_kernel(c, DType::kF32, Config::parse("threads=" + std::to_string(threads)), sm90,
+                                             "fk_rows");
+      EXPECT_EQ(a.image_kind, ImageKind::kPtx);
+      EXPECT_EQ(a.block[0], threads);
+      EXPECT_EQ(a.block[1], 1);
+      EXPECT_GE(a.shared_bytes, threads * 4);
+      LaunchShape s;
+      s.domain = {3001, 37};
+      s.outputs.assign(c.outputs.size(), s.domain);
+      for (size_t i = 0; i < c.inputs.size(); ++i) s.inputs.push_back(c.input_dims(i, s.domain));
+      EXPECT_EQ(eval(a.grid[0], s), 37);
+      bool row_length_as_float = false;
+      for (const auto& p : a.params) {
+        if (p.kind != KernelParam::Kind::kShape) continue;
+        const int64_t v = eval(p.expr, s);
+        if (p.type == KernelParam::Type::kF32) row_length_as_float |= v == 3001;
+      }
+      const bool has_mean = canonical_pipeline_text(c, DType::kF32).find("mean over col") != std::string::npos;
+      if (has_mean) EXPECT_TRUE(row_length_as_float);
+    }
+  }
+}
+
 TEST(HalideBackend, GridCoversTheDomainInTiles) {
   const auto& c = find_pattern("relu_add");
   KernelArtifact a =

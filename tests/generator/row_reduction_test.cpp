@@ -103,7 +103,10 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     // Two cached inputs halve the register budget.
     EXPECT_FALSE(RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 2)
                      .legal(Config::parse("cache=16 fast=1 rows=1 threads=1024 vec=4")));
-    EXPECT_TRUE(RowReductionTemplate::space(arch, Backend::kHalide, 4, 1).enumerate().empty());
+    // Halide: one block of `threads` per row (32 ... 1024).
+    const ParamSpace halide = RowReductionTemplate::space(arch, Backend::kHalide, 4, 1);
+    EXPECT_EQ(halide.enumerate().size(), 6u);
+    for (const Config& c : RowReductionTemplate::seeds(Backend::kHalide, 4)) EXPECT_TRUE(halide.legal(c));
     for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 4)) EXPECT_TRUE(s.legal(c)) << c.to_string();
     for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 2))
       EXPECT_TRUE(RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1).legal(c)) << c.to_string();

@@ -21,7 +21,8 @@ struct KernelParam {
     kInput,        // device pointer of input tensor `index`
     kOutput,       // device pointer of output tensor `index`
     kScalarParam,  // f32 value of the candidate's named scalar parameter `index`
-    kShape,        // integer `expr` evaluated over the shape symbols
+    kShape,        // integer `expr` evaluated over the shape symbols, passed as
+                   // `type` (i32/i64/bool; f32 converts, e.g. a row length for a mean)
   };
   enum class Type { kPtr, kBool, kI32, kI64, kF32 };
 
