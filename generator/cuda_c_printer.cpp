@@ -251,6 +251,25 @@ std::string print_cuda_expr(const Expr& e, std::string* statements, const std::s
 
 const char* cuda_prelude() { return kPrelude; }
 
+const char* round_one_fn(DType dtype) {
+  return dtype == DType::kF32 ? "" : dtype == DType::kF16 ? "fk_f2h" : "fk_f2bf";
+}
+const char* round_pair_fn(DType dtype) { return dtype == DType::kF16 ? "fk_f2h2" : "fk_f2bf2"; }
+
+std::string print_rounded_vector_store(DType dtype, int vec, const std::string& indent, const std::string& values,
+                                       const std::string& dst, const std::string& lane) {
+  const std::string& l = lane;
+  if (dtype == DType::kF32)
+    return indent + "{ pack_t q;\n#pragma unroll\n" + indent + "  for (int " + l + " = 0; " + l + " < kV; ++" + l +
+           ") q.v[" + l + "] = " + values + "[" + l + "];\n" + indent + "  *reinterpret_cast<pack_t*>(" + dst +
+           ") = q; }\n";
+  if (vec == 1) return indent + "*(" + dst + ") = " + round_one_fn(dtype) + "(" + values + "[0]);\n";
+  return indent + "{ fk_pack<unsigned, kV / 2> q;\n#pragma unroll\n" + indent + "  for (int " + l + " = 0; " + l +
+         " < kV / 2; ++" + l + ") q.v[" + l + "] = " + round_pair_fn(dtype) + "(" + values + "[2 * " + l + "], " +
+         values + "[2 * " + l + " + 1]);\n" + indent + "  *reinterpret_cast<fk_pack<unsigned, kV / 2>*>(" + dst +
+         ") = q; }\n";
+}
+
 PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline& pipe, const Config& config,
                                      const std::string& entry) {
   const int threads = static_cast<int>(config.get("threads"));
@@ -370,15 +389,12 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     return s;
   };
   // Rounding f32 results to the storage type: one value, or a packed pair.
-  const std::string round1 = pipe.dtype == DType::kF32 ? "" : pipe.dtype == DType::kF16 ? "fk_f2h" : "fk_f2bf";
-  const std::string round2 = pipe.dtype == DType::kF16 ? "fk_f2h2" : "fk_f2bf2";
+  const std::string round1 = round_one_fn(pipe.dtype);
   auto store_vector = [&](size_t o, const std::string& indent) {
     const std::string n = std::to_string(o), dst = "g_o" + n + " + i0";
+    // f32 results were computed into the pack itself (w_p): no copy.
     if (pipe.dtype == DType::kF32) return indent + "*reinterpret_cast<pack_t*>(" + dst + ") = w_p" + n + ";\n";
-    if (vec == 1) return indent + "*(" + dst + ") = " + round1 + "(w_o" + n + "[0]);\n";
-    std::string s = indent + "{ fk_pack<unsigned, kV / 2> q;\n";
-    s += "#pragma unroll\n" + indent + "  for (int j = 0; j < kV / 2; ++j) q.v[j] = " + round2 + "(w_o" + n + "[2 * j], w_o" + n + "[2 * j + 1]);\n";
-    return s + indent + "  *reinterpret_cast<fk_pack<unsigned, kV / 2>*>(" + dst + ") = q; }\n";
+    return print_rounded_vector_store(pipe.dtype, vec, indent, "w_o" + n, dst, "j");
   };
   // mode: 0 scalar tail, 1 vector lane with per-lane broadcast loads,
   // 2 vector lane whose broadcast values were loaded once per vector.

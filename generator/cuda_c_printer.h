@@ -27,6 +27,17 @@ std::string print_cuda_expr(const Halide::Expr& e, std::string* statements, cons
 // floor division, and fk_pack<T, N>.
 const char* cuda_prelude();
 
+// Device functions that round f32 results to a storage dtype: one value
+// ("" for f32: no rounding), and a pair packed into one 32-bit word.
+const char* round_one_fn(DType dtype);
+const char* round_pair_fn(DType dtype);
+
+// Statements storing `values[0 .. kV)` (f32) rounded to `dtype` as one aligned
+// vector at `dst`: 16-bit results two per conversion. Expects kV and pack_t
+// (fk_pack<storage, kV>) in scope; `lane` names the loop variable.
+std::string print_rounded_vector_store(DType dtype, int vec, const std::string& indent, const std::string& values,
+                                       const std::string& dst, const std::string& lane);
+
 // Source and launch description of one kernel. The artifact's image is empty
 // until NVRTC compiles `source`.
 struct PrintedKernel {

@@ -60,8 +60,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   const int vec = static_cast<int>(config.get("vec"));
   const int cache = static_cast<int>(config.get("cache"));
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
-  const std::string round1 = pipe.dtype == DType::kF32 ? "" : pipe.dtype == DType::kF16 ? "fk_f2h" : "fk_f2bf";
-  const std::string round2 = pipe.dtype == DType::kF16 ? "fk_f2h2" : "fk_f2bf2";
+  const std::string round1 = round_one_fn(pipe.dtype);
   const size_t nred = pipe.reductions.size();
 
   std::map<std::string, std::string> red_values;
@@ -168,16 +167,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (size_t o = 0; o < pipe.stored.size(); ++o) {
       const std::string n = std::to_string(o), dst = "y_o" + n;
       s += indent + "if (aligned && col0 + kV <= cols) {\n";
-      if (pipe.dtype == DType::kF32) {
-        s += indent + "  pack_t q;\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l) q.v[l] = w_o" + n +
-             "[l];\n" + indent + "  *reinterpret_cast<pack_t*>(" + dst + " + col0) = q;\n";
-      } else if (vec == 1) {
-        s += indent + "  " + dst + "[col0] = " + round1 + "(w_o" + n + "[0]);\n";
-      } else {
-        s += indent + "  fk_pack<unsigned, kV / 2> q;\n#pragma unroll\n" + indent +
-             "  for (int h = 0; h < kV / 2; ++h) q.v[h] = " + round2 + "(w_o" + n + "[2 * h], w_o" + n +
-             "[2 * h + 1]);\n" + indent + "  *reinterpret_cast<fk_pack<unsigned, kV / 2>*>(" + dst + " + col0) = q;\n";
-      }
+      s += print_rounded_vector_store(pipe.dtype, vec, indent + "  ", "w_o" + n, dst + " + col0", "h");
       s += indent + "} else {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l)\n" + indent +
            "    if (col0 + l < cols) " + dst + "[col0 + l] = " + round1 + "(w_o" + n + "[l]);\n" + indent + "}\n";
     }
@@ -187,6 +177,10 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string s;
     for (size_t o = 0; o < pipe.stored.size(); ++o) s += indent + "float w_o" + std::to_string(o) + "[kV];\n";
     return s;
+  };
+  // The accumulator's start: -inf for a max, 0 for a sum or mean.
+  auto identity = [&](size_t k) {
+    return std::string(pipe.reductions[k].kind == Reduction::kMax ? "-__int_as_float(0x7f800000)" : "0.0f");
   };
   auto finish_reduction = [&](size_t k, const std::string& indent) {
     const RowReduction& r = pipe.reductions[k];
@@ -229,7 +223,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
             << ", col0, cols, aligned) : pack_t();\n";
     src << "    }\n";
     for (size_t k = 0; k < nred; ++k) {
-      src << "    {\n      float acc = " << (pipe.reductions[k].kind == Reduction::kMax ? "-__int_as_float(0x7f800000)" : "0.0f")
+      src << "    {\n      float acc = " << identity(k)
           << ";\n";
       src << "#pragma unroll\n      for (int j = 0; j < kC; ++j) {\n";
       src << "        const int col0 = (j * kT + threadIdx.x) * kV;\n";
@@ -249,7 +243,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
 
   // Re-reading path: any row length; each pass reads the row again.
   for (size_t k = 0; k < nred; ++k) {
-    src << "  {\n    float acc = " << (pipe.reductions[k].kind == Reduction::kMax ? "-__int_as_float(0x7f800000)" : "0.0f")
+    src << "  {\n    float acc = " << identity(k)
         << ";\n";
     src << "    for (int col0 = threadIdx.x * kV; active && col0 < cols; col0 += kT * kV) {\n";
     src << visit(false, "      ", reduce_action(k));

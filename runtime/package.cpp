@@ -21,11 +21,19 @@ std::string Selection::describe() const {
   return s + "): arch step '" + arch_step + "', shape step '" + shape_step + "'";
 }
 
+namespace {
+// The largest power of two (up to 256) dividing every pointer, from the OR
+// of the pointers: its lowest set bit, 256 included so it is never zero.
+int alignment_of(CUdeviceptr ored) {
+  ored |= 256;
+  return static_cast<int>(ored & (~ored + 1));
+}
+}  // namespace
+
 int common_alignment(const std::vector<CUdeviceptr>& pointers) {
-  int align = 256;
-  for (CUdeviceptr p : pointers)
-    while (align > 1 && (p % static_cast<CUdeviceptr>(align)) != 0) align /= 2;
-  return align;
+  CUdeviceptr ored = 0;
+  for (CUdeviceptr p : pointers) ored |= p;
+  return alignment_of(ored);
 }
 
 // Allocation-free: a few passes over the table (it is small), strings only
@@ -228,16 +236,16 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
     if (e < 0) return Status(StatusCode::kInvalidArgument, "negative extent " + std::to_string(e));
   const int64_t elements = shape.elements();
   if (elements == 0) return Status();
-  // Null checks and the largest power of two (<= 256) dividing every pointer.
-  CUdeviceptr bits = 256;
+  // Null checks and the pointers' common alignment, without a vector.
+  CUdeviceptr ored = 0;
   for (const auto* list : {&args.inputs, &args.outputs})
     for (size_t i = 0; i < list->size(); ++i) {
       if ((*list)[i] == 0)
         return Status(StatusCode::kInvalidArgument, std::string(list == &args.inputs ? "input " : "output ") +
                                                         std::to_string(i) + " is a null pointer");
-      bits |= (*list)[i];
+      ored |= (*list)[i];
     }
-  const int alignment = static_cast<int>(bits & (~bits + 1));
+  const int alignment = alignment_of(ored);
   const int bucket = shape_bucket_log2(elements);
   const CudaDriver* d = nullptr;
   CUcontext ctx = nullptr;

@@ -134,7 +134,8 @@ class GpuMeasurer final : public Measurer {
 
   void prepare(const Workload& workload, const Problem& problem, uint64_t seed) {
     std::string key = workload.name() + "/" + dtype_name(workload.dtype()) + "/" + problem.shape_text + "/" +
-                      std::to_string(seed) + "/" + std::to_string(workload.input_magnitude(0));
+                      std::to_string(seed);
+    for (size_t i = 0; i < problem.input_dims.size(); ++i) key += "/" + std::to_string(workload.input_magnitude(i));
     if (key == problem_.key) return;
     release_problem();
     PreparedProblem p;
