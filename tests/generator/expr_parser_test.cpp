@@ -3,18 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "tests/generator/parse_error.h"
 
 namespace fusekit {
 namespace {
-
-std::string parse_error(const std::string& src) {
-  try {
-    parse_expression(src);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(ExprParser, CollectsInputsParamsAndOutputsInOrder) {
   FusionCandidate c = parse_expression("param alpha = 0.5\nt = sigmoid(x) * y; out = tanh(t) + z * alpha\nout2 = t");

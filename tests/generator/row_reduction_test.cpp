@@ -9,6 +9,7 @@
 #include "fusekit/kernel_launch.h"
 #include "generator/catalog.h"
 #include "generator/expr_parser.h"
+#include "tests/generator/parse_error.h"
 #include "generator/nvrtc_compiler.h"
 #include "generator/row_reduction_printer.h"
 #include "schedules/arch_limits.h"
@@ -201,15 +202,6 @@ TEST(RowReductionCandidate, ReductionsNeedTheRowsLayout) {
 namespace fusekit {
 namespace {
 
-std::string expr_error(const std::string& src) {
-  try {
-    parse_expression(src);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(RowReductionExpressions, UsersWriteTheirOwnSoftmax) {
   FusionCandidate c = parse_expression("out = exp(x - max(x, col)) / sum(exp(x - max(x, col)), col)");
   EXPECT_EQ(c.layout, Layout::kRows);
@@ -262,10 +254,10 @@ TEST(RowReductionExpressions, ErfInsideARowOp) {
 
 TEST(RowReductionExpressions, BinaryMaxStaysPointwiseAndErrorsNameThePosition) {
   EXPECT_EQ(parse_expression("out = max(x, y)").layout, Layout::kFlat);
-  EXPECT_EQ(expr_error("out = sum(x, row)"),
+  EXPECT_EQ(parse_error("out = sum(x, row)"),
             "expression:1:14: reductions run along each row's last axis: write sum(e, col)");
-  EXPECT_EQ(expr_error("out = x + sum(x)"), "expression:1:11: sum() reduces along an axis: write sum(e, col)");
-  EXPECT_NE(expr_error("out = sum(x, col) + s[c]").find("NCHW"), std::string::npos);
+  EXPECT_EQ(parse_error("out = x + sum(x)"), "expression:1:11: sum() reduces along an axis: write sum(e, col)");
+  EXPECT_NE(parse_error("out = sum(x, col) + s[c]").find("NCHW"), std::string::npos);
 }
 
 }  // namespace
