@@ -4,6 +4,7 @@
 // values red<k>. See schedules/row_reduction_template.h for the schedule.
 #include "generator/row_reduction_printer.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -48,7 +49,107 @@ static __device__ __forceinline__ float fk_row_combine(float v, float* smem) {
   }
   return v;
 }
+// Rows split across the kS blocks of a cluster (sm_90): each block leaves
+// its row value in `slot` (its own shared memory), and every block combines
+// all kS of them in rank order, so every block gets the same bits. Slots
+// alternate between consecutive reductions: a block rewrites a slot only
+// after the next reduction's cluster barrier, which every block reaches
+// after its reads of the slot.
+#if __CUDA_ARCH__ >= 900
+static __device__ __forceinline__ unsigned fk_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+template <int kS, bool kMax>
+static __device__ __forceinline__ float fk_cluster_combine(float v, float* slot) {
+  if (threadIdx.x == 0) *slot = v;
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(slot));
+  float r = 0.0f;
+#pragma unroll
+  for (unsigned b = 0; b < kS; ++b) {
+    unsigned remote;
+    float u;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(b));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(u) : "r"(remote) : "memory");
+    r = b == 0 ? u : (kMax ? fmaxf(r, u) : r + u);
+  }
+  return r;
+}
+// A block's shared memory must outlive the other blocks' reads of it: after
+// its last remote read a block arrives, and it waits before it exits.
+static __device__ __forceinline__ void fk_cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void fk_cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+#endif
 )cuda";
+
+using Halide::Internal::Call;
+
+// True when `e` reads no element of an input and no column: only the row's
+// reductions (named in `reductions`), parameters and constants.
+bool row_invariant(const Expr& e, const std::map<std::string, std::string>& reductions) {
+  class Finder : public Halide::Internal::IRVisitor {
+   public:
+    explicit Finder(const std::map<std::string, std::string>& r) : reductions_(r) {}
+    bool varies = false;
+
+   private:
+    using IRVisitor::visit;
+    void visit(const Call* op) override {
+      if (op->call_type == Call::Image) varies = true;
+      else if (op->call_type != Call::Halide) IRVisitor::visit(op);
+      // A reduction's value is the row's (its `row` argument is no column).
+      else if (!reductions_.count(Halide::Internal::Function(op->func).name())) varies = true;
+    }
+    void visit(const Halide::Internal::Variable* op) override {
+      if (!op->param.defined()) varies = true;
+    }
+    void visit(const Halide::Internal::Let*) override { varies = true; }
+    const std::map<std::string, std::string>& reductions_;
+  } finder(reductions);
+  e.accept(&finder);
+  return !finder.varies;
+}
+
+// Divisions of an output by a row-invariant value become multiplications by
+// its reciprocal, computed once per row: rc<i> = 1 / d<i>. The result is
+// within an ulp or two of the division, far inside any row tolerance.
+class HoistRowDivisors : public Halide::Internal::IRMutator {
+ public:
+  HoistRowDivisors(const std::map<std::string, std::string>& reductions, std::vector<Halide::Var> vars)
+      : reductions_(reductions), vars_(std::move(vars)) {}
+  std::vector<Expr> divisors;
+  std::vector<Halide::Func> funcs;  // fk_rc<i>(col, row), called in place of 1 / d<i>
+
+ private:
+  using IRMutator::visit;
+  Expr visit(const Halide::Internal::Div* op) override {
+    const Expr a = mutate(op->a);
+    if (op->type != Halide::Float(32) || !row_invariant(op->b, reductions_)) return a / mutate(op->b);
+    size_t i = 0;
+    while (i < divisors.size() && !Halide::Internal::graph_equal(divisors[i], op->b)) ++i;
+    if (i == divisors.size()) {
+      divisors.push_back(op->b);
+      funcs.emplace_back("fk_rc" + std::to_string(i));
+      funcs.back()(vars_) = 1.0f / op->b;
+    }
+    return a * funcs[i](vars_);
+  }
+  const std::map<std::string, std::string>& reductions_;
+  const std::vector<Halide::Var> vars_;
+};
+
+// True when a reduction body is worth keeping per element for the outputs:
+// anything but a plain (converted) input element.
+bool worth_keeping(Expr e) {
+  while (const auto* c = e.as<Halide::Internal::Cast>()) e = c->value;
+  return !e.as<Call>() || e.as<Call>()->call_type == Call::PureExtern || e.as<Call>()->call_type == Call::Intrinsic;
+}
 
 }  // namespace
 
@@ -59,6 +160,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   const int rows = static_cast<int>(config.get("rows"));
   const int vec = static_cast<int>(config.get("vec"));
   const int cache = static_cast<int>(config.get("cache"));
+  const int split = static_cast<int>(config.get_or("split", 1));
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   const std::string round1 = round_one_fn(pipe.dtype);
   const size_t nred = pipe.reductions.size();
@@ -88,13 +190,43 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     src << "static __device__ __forceinline__ float fk_body" << k << "(" << sig << ") {\n"
         << stmts << "  return " << value << ";\n}\n";
   }
+  // The outputs see each worthwhile reduction body that they contain as
+  // kb<k> (kept per element in registers by the cached path: softmax's
+  // exp(x - max) is evaluated once), and each row-invariant divisor as a
+  // reciprocal rc<i>.
+  std::vector<Expr> outputs = pipe.stored;
+  std::vector<size_t> kept;
+  std::map<std::string, std::string> point_values = red_values;
+  // Later bodies first: they may contain earlier ones (bias_add_softmax's
+  // exp(scale * x + mask - max) holds the max's body).
+  for (size_t k = nred; k-- > 0;) {
+    const Expr body = pipe.reductions[k].body.value();
+    if (!worth_keeping(body)) continue;
+    Halide::Func kb("fk_kb" + std::to_string(k));
+    kb(pipe.vars) = body;
+    bool used = false;
+    for (auto& e : outputs) {
+      const Expr replaced = Halide::Internal::substitute(body, kb(pipe.vars), e);
+      used = used || !replaced.same_as(e);
+      e = replaced;
+    }
+    if (!used) continue;
+    kept.insert(kept.begin(), k);
+    point_values[kb.name()] = "kb" + std::to_string(k);
+  }
+  HoistRowDivisors hoist(red_values, pipe.vars);
+  for (auto& e : outputs) e = hoist.mutate(e);
+  for (size_t i = 0; i < hoist.funcs.size(); ++i) point_values[hoist.funcs[i].name()] = "rc" + std::to_string(i);
+
   std::string point_sig = sig;
-  for (size_t o = 0; o < pipe.stored.size(); ++o) point_sig += ", float& o" + std::to_string(o);
+  for (size_t k : kept) point_sig += ", const float kb" + std::to_string(k);
+  for (size_t i = 0; i < hoist.divisors.size(); ++i) point_sig += ", const float rc" + std::to_string(i);
+  for (size_t o = 0; o < outputs.size(); ++o) point_sig += ", float& o" + std::to_string(o);
   src << "static __device__ __forceinline__ void fk_point(" << point_sig << ") {\n";
-  for (size_t o = 0; o < pipe.stored.size(); ++o) {
+  for (size_t o = 0; o < outputs.size(); ++o) {
     std::string stmts;
-    const std::string value = print_cuda_expr(strip_cast(pipe.stored[o]), &stmts, "o" + std::to_string(o) + "_",
-                                              &red_values);
+    const std::string value = print_cuda_expr(strip_cast(outputs[o]), &stmts, "o" + std::to_string(o) + "_",
+                                              &point_values);
     src << stmts << "  o" << o << " = " << value << ";\n";
   }
   src << "}\n\n";
@@ -124,7 +256,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // A 32-bit row length: the runtime refuses (a Status, no launch) rows of
   // 2^31 columns or more instead of the kernel computing garbage.
   add_param("const int cols", {KernelParam::Kind::kShape, KernelParam::Type::kI32, 0, LaunchExpr::symbol("d0")});
+  // A split row's blocks are consecutive in x: one cluster per row group.
   launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
+  if (split > 1) launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMul, {launch.grid[0], LaunchExpr(split)});
 
   // One visit: the vector at col0 of every input (from the registers or
   // memory), then `action` per lane in the row.
@@ -154,14 +288,24 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     s += indent + "  if (col0 + l < cols) " + action + "\n";
     return s;
   };
-  auto reduce_action = [&](size_t k) {
+  auto is_kept = [&](size_t k) { return std::find(kept.begin(), kept.end(), k) != kept.end(); };
+  auto reduce_action = [&](size_t k, bool cached) {
     const bool is_max = pipe.reductions[k].kind == Reduction::kMax;
-    const std::string call = "fk_body" + std::to_string(k) + "(" + args_at("l") + ")";
+    const std::string n = std::to_string(k), call = "fk_body" + n + "(" + args_at("l") + ")";
+    if (cached && is_kept(k))
+      return "{ kb" + n + "[j][l] = " + call + "; acc " + (is_max ? "= fmaxf(acc, kb" + n + "[j][l]);" : "+= kb" + n + "[j][l];") + " }";
     return std::string(is_max ? "acc = fmaxf(acc, " + call + ");" : "acc += " + call + ";");
   };
-  std::string outs_args;
-  for (size_t o = 0; o < pipe.stored.size(); ++o) outs_args += ", w_o" + std::to_string(o) + "[l]";
-  const std::string point_action = "fk_point(" + args_at("l") + outs_args + ");";
+  auto point_action = [&](bool cached) {
+    std::string a = "fk_point(" + args_at("l");
+    for (size_t k : kept) {
+      const std::string n = std::to_string(k);
+      a += cached ? ", kb" + n + "[j][l]" : ", fk_body" + n + "(" + args_at("l") + ")";
+    }
+    for (size_t i = 0; i < hoist.divisors.size(); ++i) a += ", rc" + std::to_string(i);
+    for (size_t o = 0; o < outputs.size(); ++o) a += ", w_o" + std::to_string(o) + "[l]";
+    return a + ");";
+  };
   auto store_outputs = [&](const std::string& indent) {
     std::string s;
     for (size_t o = 0; o < pipe.stored.size(); ++o) {
@@ -184,18 +328,43 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   };
   auto finish_reduction = [&](size_t k, const std::string& indent) {
     const RowReduction& r = pipe.reductions[k];
-    std::string s = indent + "red" + std::to_string(k) + " = fk_row_combine<kT, " +
-                    (r.kind == Reduction::kMax ? "true" : "false") + ">(acc, fk_smem[threadIdx.y]);\n";
-    if (r.kind == Reduction::kMean) s += indent + "red" + std::to_string(k) + " /= (float)cols;\n";
+    const std::string n = std::to_string(k), max = r.kind == Reduction::kMax ? "true" : "false";
+    std::string s = indent + "red" + n + " = fk_row_combine<kT, " + max + ">(acc, fk_smem[threadIdx.y]);\n";
+    if (split > 1) {
+      s += indent + "red" + n + " = fk_cluster_combine<kS, " + max + ">(red" + n + ", &fk_slot[" +
+           std::to_string(k % 2) + "][threadIdx.y]);\n";
+      if (k + 1 == nred) s += indent + "fk_cluster_arrive();\n";
+    }
+    if (r.kind == Reduction::kMean) s += indent + "red" + n + " /= (float)cols;\n";
     return s;
   };
+  // The rows' reciprocals, once the reductions are final.
+  auto row_constants = [&](const std::string& indent) {
+    std::string s;
+    for (size_t i = 0; i < hoist.divisors.size(); ++i) {
+      std::string stmts;
+      const std::string n = std::to_string(i);
+      const std::string value = print_cuda_expr(strip_cast(hoist.divisors[i]), &stmts, "rc" + n + "_", &red_values);
+      s += stmts + indent + "const float rc" + n + " = 1.0f / " + value + ";\n";
+    }
+    return s;
+  };
+  const std::string leave = split > 1 ? "fk_cluster_wait();\n" : "";
 
-  src << "extern \"C\" __global__ void __launch_bounds__(" << threads * rows << ") " << entry << "(" << params
-      << ") {\n";
-  src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache << ";\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(" << threads * rows << ") ";
+  if (split > 1) src << "__cluster_dims__(" << split << ", 1, 1) ";
+  src << entry << "(" << params << ") {\n";
+  src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache
+      << ", kS = " << split << ";\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
   src << "  __shared__ float fk_smem[kR][32];\n";
-  src << "  const long long row = (long long)blockIdx.x * kR + threadIdx.y;\n";
+  if (split > 1) {
+    src << "  __shared__ float fk_slot[2][kR];\n";
+    src << "  const int tid = (int)fk_cluster_rank() * kT + threadIdx.x;  // the thread's place in its row\n";
+  } else {
+    src << "  const int tid = threadIdx.x;\n";
+  }
+  src << "  const long long row = (long long)(blockIdx.x / kS) * kR + threadIdx.y;\n";
   src << "  const bool active = row < rows;\n";
   src << "  const long long base = (active ? row : 0) * (long long)cols;\n";
   src << "  const bool aligned = cols % kV == 0;  // every row starts on a vector boundary\n";
@@ -210,50 +379,55 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     src << "  " << st << "* __restrict__ y_o" << o << " = g_o" << o << " + base;\n";
   for (size_t k = 0; k < nred; ++k) src << "  float red" << k << " = 0.0f;\n";
 
-  // Cached path: the row's vectors stay in registers across the passes.
+  // Cached path: the row's vectors (and kept bodies) stay in registers
+  // across the passes.
   if (cache > 0) {
-    src << "  if (cols <= kT * kV * kC) {\n";
+    src << "  if (cols <= kT * kS * kV * kC) {\n";
     for (const auto& in : cand.inputs)
       if (in.full()) src << "    pack_t c_" << in.name << "[kC];\n";
+    for (size_t k : kept) src << "    float kb" << k << "[kC][kV];\n";
     src << "#pragma unroll\n    for (int j = 0; j < kC; ++j) {\n";
-    src << "      const int col0 = (j * kT + threadIdx.x) * kV;\n";
+    src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
     for (const auto& in : cand.inputs)
       if (in.full())
         src << "      c_" << in.name << "[j] = active ? fk_load<" << st << ", kV>(x_" << in.name
             << ", col0, cols, aligned) : pack_t();\n";
     src << "    }\n";
     for (size_t k = 0; k < nred; ++k) {
-      src << "    {\n      float acc = " << identity(k)
-          << ";\n";
+      src << "    {\n      float acc = " << identity(k) << ";\n";
       src << "#pragma unroll\n      for (int j = 0; j < kC; ++j) {\n";
-      src << "        const int col0 = (j * kT + threadIdx.x) * kV;\n";
+      src << "        const int col0 = (j * kT * kS + tid) * kV;\n";
       src << "        if (!active || col0 >= cols) continue;\n";
-      src << visit(true, "        ", reduce_action(k));
+      src << visit(true, "        ", reduce_action(k, true));
       src << "      }\n";
       src << finish_reduction(k, "      ");
       src << "    }\n";
     }
+    src << row_constants("    ");
     src << "#pragma unroll\n    for (int j = 0; j < kC; ++j) {\n";
-    src << "      const int col0 = (j * kT + threadIdx.x) * kV;\n";
+    src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
     src << "      if (!active || col0 >= cols) continue;\n";
-    src << declare_outputs("      ") << visit(true, "      ", point_action) << store_outputs("      ");
+    src << declare_outputs("      ") << visit(true, "      ", point_action(true)) << store_outputs("      ");
     src << "    }\n";
+    if (!leave.empty()) src << "    " << leave;
     src << "    return;\n  }\n";
   }
 
   // Re-reading path: any row length; each pass reads the row again.
   for (size_t k = 0; k < nred; ++k) {
-    src << "  {\n    float acc = " << identity(k)
-        << ";\n";
-    src << "    for (int col0 = threadIdx.x * kV; active && col0 < cols; col0 += kT * kV) {\n";
-    src << visit(false, "      ", reduce_action(k));
+    src << "  {\n    float acc = " << identity(k) << ";\n";
+    src << "    for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n";
+    src << visit(false, "      ", reduce_action(k, false));
     src << "    }\n";
     src << finish_reduction(k, "    ");
     src << "  }\n";
   }
-  src << "  for (int col0 = threadIdx.x * kV; active && col0 < cols; col0 += kT * kV) {\n";
-  src << declare_outputs("    ") << visit(false, "    ", point_action) << store_outputs("    ");
-  src << "  }\n}\n";
+  src << row_constants("  ");
+  src << "  for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n";
+  src << declare_outputs("    ") << visit(false, "    ", point_action(false)) << store_outputs("    ");
+  src << "  }\n";
+  if (!leave.empty()) src << "  " << leave;
+  src << "}\n";
 
   PrintedKernel out;
   out.source = src.str();

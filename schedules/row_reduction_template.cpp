@@ -19,6 +19,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("vec", {1, 2, 4, 8});
   s.add("cache", {0, 1, 2, 4, 8, 16});
   s.add("fast", {0, 1});
+  s.add("split", {1, 2, 4, 8});
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -26,6 +27,11 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
             [](const Config& c) { return c.get("threads") * c.get("rows") >= 32; });
   s.require("an access wider than 16 bytes",
             [element_bytes](const Config& c) { return c.get("vec") * element_bytes <= 16; });
+  // A row split across the blocks of a thread-block cluster combines its
+  // partials through distributed shared memory: sm_90 and later.
+  const bool clusters = arch.arch.number() >= 90;
+  s.require("rows split across blocks (thread-block clusters) need sm_90 or later",
+            [clusters](const Config& c) { return c.get("split") == 1 || clusters; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = cached_inputs < 1 ? 1 : cached_inputs;
   s.require("more than 256 bytes of cached row per thread", [element_bytes, inputs](const Config& c) {
@@ -41,18 +47,22 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     return out;
   }
   const int64_t wide = 16 / element_bytes;
-  // {threads, rows, cache for 4-byte elements}: rows held in registers at
-  // 1024 (four rows per block), 1024, 4096, 16384 and 65536 columns, and a
-  // variant that re-reads the row every pass. 16-byte vectors hold more
-  // 16-bit elements, so those take proportionally fewer cached vectors.
-  const int64_t shapes[][3] = {{32, 4, 8}, {128, 1, 2}, {256, 1, 4}, {512, 1, 8}, {1024, 1, 16}, {1024, 1, 0}};
+  // {threads, rows, cache for 4-byte elements, split, fast modes}: rows held
+  // in registers at 1024 (four rows per block), 1024, 4096 and 16384
+  // columns, a variant that re-reads the row every pass, and rows of 65536
+  // held in the registers of a cluster of 8 or 4 blocks (sm_90; elsewhere the
+  // space drops them). 16-byte vectors hold more 16-bit elements, so those
+  // take proportionally fewer cached vectors.
+  const int64_t shapes[][5] = {{32, 4, 8, 1, 2},  {128, 1, 2, 1, 2}, {256, 1, 4, 1, 2}, {512, 1, 8, 1, 2},
+                               {1024, 1, 0, 1, 2}, {256, 1, 8, 8, 1}, {512, 1, 8, 4, 1}};
   for (const auto& s : shapes)
-    for (int64_t fast : {0, 1}) {
+    for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
       Config c;
       c.set("threads", s[0]);
       c.set("rows", s[1]);
       c.set("vec", wide);
       c.set("cache", s[2] * 4 / wide);
+      c.set("split", s[3]);
       c.set("fast", fast);
       out.push_back(c);
     }
@@ -82,7 +92,7 @@ void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<H
 }
 
 int64_t RowReductionTemplate::cached_row(const Config& config) {
-  return config.get("threads") * config.get("vec") * config.get("cache");
+  return config.get("threads") * config.get_or("split", 1) * config.get("vec") * config.get("cache");
 }
 
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
@@ -103,7 +113,7 @@ std::string template_size_violation(TemplateKind kind, const Config& config, Bac
 }
 
 Config generic_schedule(TemplateKind kind) {
-  if (kind == TemplateKind::kRowReduction) return Config::parse("cache=0 fast=0 rows=1 threads=128 vec=1");
+  if (kind == TemplateKind::kRowReduction) return Config::parse("cache=0 fast=0 rows=1 split=1 threads=128 vec=1");
   return Config::parse("ept=1 fast=0 grid=0 threads=256 vec=1");
 }
 

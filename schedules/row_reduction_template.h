@@ -14,6 +14,11 @@
 //            when threads * vec * cache >= cols; a
 //            longer row falls back to re-reading)
 //   fast     1: compile with --use_fast_math
+//   split    blocks that share a row, as one thread-block 1, 2, 4, 8
+//            cluster (sm_90+): each block reduces its
+//            share, the cluster combines the partials
+//            through distributed shared memory
+// Records from before `split` existed read as split=1.
 // Every variant handles any row length; `cache` only decides which lengths
 // take the one-read path.
 #pragma once
@@ -35,7 +40,7 @@ class RowReductionTemplate {
   // space). `cached_inputs` full-size inputs share the register budget.
   static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs);
   static std::vector<Config> seeds(Backend backend, int element_bytes);
-  // Elements of a row the registers hold: threads * vec * cache.
+  // Elements of a row the registers hold: threads * split * vec * cache.
   static int64_t cached_row(const Config& config);
   // The Halide schedule (Halide backend): one block per row, `threads`
   // threads; each reduction rfactor'ed into per-thread partials in shared

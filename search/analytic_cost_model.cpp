@@ -73,10 +73,11 @@ class AnalyticCostModel final : public CostModel {
     // accesses, every pass reading the row again.
     const double threads = static_cast<double>(c.get("threads")), per_block = static_cast<double>(c.get_or("rows", 1));
     const double vec = static_cast<double>(c.get_or("vec", 1)), cache = static_cast<double>(c.get_or("cache", 0));
+    const double split = static_cast<double>(c.get_or("split", 1));  // blocks per row
     const double access_bytes = vec * static_cast<double>(bytes_per_element);
     const double access = access_bytes >= 16 ? 1.0 : access_bytes >= 8 ? 0.95 : access_bytes >= 4 ? 0.85 : 0.7;
-    const double chunks = std::ceil(cols / (threads * vec));
-    const bool cached = cache > 0 && cols <= threads * vec * cache;
+    const double chunks = std::ceil(cols / (threads * split * vec));
+    const bool cached = cache > 0 && cols <= threads * split * vec * cache;
     const double block_threads = threads * per_block;
     const double blocks_per_sm =
         std::max(1.0, std::min<double>(arch_.max_blocks_per_sm, std::floor(arch_.max_threads_per_sm / block_threads)));
@@ -84,8 +85,8 @@ class AnalyticCostModel final : public CostModel {
                              tensors;
     const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
     const double mlp = std::min(1.0, in_flight / need);
-    const double utilization = std::min(1.0, cols / (threads * vec));
-    const double blocks = std::ceil(rows / per_block);
+    const double utilization = std::min(1.0, cols / (threads * split * vec));
+    const double blocks = std::ceil(rows / per_block) * split;
     const double waves = blocks / (arch_.sm_count * blocks_per_sm);
     const double tail = waves < 8 ? std::ceil(waves) / waves : 1.0;
     const double bw = arch_.dram_gbps * 1e9 * 0.92 * access * mlp * utilization;

@@ -143,7 +143,7 @@ class GpuMeasurer final : public Measurer {
     const DType dt = workload.dtype();
     for (size_t i = 0; i < problem.input_dims.size(); ++i) {
       HostTensor t = HostTensor::make(dt, problem.input_dims[i]);
-      fill_uniform(&t, seed * 1000003u + i, -workload.input_magnitude(i), workload.input_magnitude(i));
+      workload.fill_input(i, seed * 1000003u + i, &t);
       p.inputs.push_back(std::move(t));
     }
     workload.reference(problem, p.inputs, &p.reference);

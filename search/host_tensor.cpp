@@ -188,6 +188,10 @@ Comparison compare_outputs(const std::vector<HostTensor>& got, const std::vector
   return c;
 }
 
+void Workload::fill_input(size_t input, uint64_t seed, HostTensor* t) const {
+  fill_uniform(t, seed, -input_magnitude(input), input_magnitude(input));
+}
+
 void fill_uniform(HostTensor* t, uint64_t seed, float lo, float hi) {
   // splitmix64 as a counter-based generator (element i uses state
   // seed + (i + 1) * gamma): seeded, and the same in any chunking.

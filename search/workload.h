@@ -62,6 +62,11 @@ class Workload {
     (void)input;
     return 3.0f;
   }
+  // Fills input `i` (allocated by the caller) from `seed`: by default
+  // uniformly from [-m, m) with m = input_magnitude(i). A workload that
+  // needs special values (a -inf attention mask) overrides it and names
+  // itself differently, since the measurer keys its inputs by name.
+  virtual void fill_input(size_t input, uint64_t seed, HostTensor* t) const;
 };
 
 

@@ -97,20 +97,30 @@ TEST(RowReductionReference, ToleranceGrowsWithRowLength) {
 TEST(RowReductionTemplate, LegalityPerArch) {
   for (const ArchLimits& arch : known_arch_limits()) {
     ParamSpace s = RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 1);
-    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 rows=4 threads=512 vec=4")));   // 2048 threads
-    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 rows=1 threads=16 vec=4")));    // under a warp
-    EXPECT_FALSE(s.legal(Config::parse("cache=16 fast=0 rows=1 threads=256 vec=8")));  // 32-byte access
-    EXPECT_TRUE(s.legal(Config::parse("cache=16 fast=1 rows=1 threads=1024 vec=4")));
+    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 rows=4 split=1 threads=512 vec=4")));   // 2048 threads
+    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 rows=1 split=1 threads=16 vec=4")));    // under a warp
+    EXPECT_FALSE(s.legal(Config::parse("cache=16 fast=0 rows=1 split=1 threads=256 vec=8")));  // 32-byte access
+    EXPECT_TRUE(s.legal(Config::parse("cache=16 fast=1 rows=1 split=1 threads=1024 vec=4")));
     // Two cached inputs halve the register budget.
     EXPECT_FALSE(RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 2)
-                     .legal(Config::parse("cache=16 fast=1 rows=1 threads=1024 vec=4")));
+                     .legal(Config::parse("cache=16 fast=1 rows=1 split=1 threads=1024 vec=4")));
     // Halide: one block of `threads` per row (32 ... 1024).
     const ParamSpace halide = RowReductionTemplate::space(arch, Backend::kHalide, 4, 1);
     EXPECT_EQ(halide.enumerate().size(), 6u);
     for (const Config& c : RowReductionTemplate::seeds(Backend::kHalide, 4)) EXPECT_TRUE(halide.legal(c));
-    for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 4)) EXPECT_TRUE(s.legal(c)) << c.to_string();
+    // Rows split across a cluster's blocks: sm_90 and later only.
+    const bool clusters = arch.arch.number() >= 90;
+    EXPECT_EQ(s.legal(Config::parse("cache=8 fast=1 rows=1 split=8 threads=256 vec=4")), clusters);
+    EXPECT_TRUE(s.legal(Config::parse("cache=8 fast=1 rows=1 split=1 threads=256 vec=4")));
+    for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 4))
+      EXPECT_EQ(s.legal(c), c.get("split") == 1 || clusters) << c.to_string();
     for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 2))
-      EXPECT_TRUE(RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1).legal(c)) << c.to_string();
+      EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1).legal(c), c.get("split") == 1 || clusters)
+          << c.to_string();
+    // The split seeds hold a row of 65536 in registers.
+    for (int bytes : {4, 2})
+      for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
+        if (c.get("split") > 1) EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
   }
 }
 
@@ -122,12 +132,16 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
     if (!c.reduces()) continue;
     for (DType dt : {DType::kF32, DType::kBF16}) {
       Pipeline p = instantiate(c, dt);
-      for (const char* cfg : {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2"}) {
+      for (const char* cfg : {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2",
+                              "cache=4 fast=1 rows=2 split=4 threads=128 vec=4"}) {
         const Config config = Config::parse(cfg);
         PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
         EXPECT_EQ(k.launch.block[1], config.get("rows"));
-        EXPECT_EQ(k.launch.grid[0].to_string(), "(max 1 (div (add d1 " + std::to_string(config.get("rows") - 1) +
-                                                    ") " + std::to_string(config.get("rows")) + "))");
+        const std::string groups = "(max 1 (div (add d1 " + std::to_string(config.get("rows") - 1) + ") " +
+                                   std::to_string(config.get("rows")) + "))";
+        const int64_t split = config.get_or("split", 1);
+        EXPECT_EQ(k.launch.grid[0].to_string(),
+                  split == 1 ? groups : "(mul " + groups + " " + std::to_string(split) + ")");
         NvrtcResult r = compile_cuda_to_cubin(k.source, "k_" + c.name, sm90.arch, config.get("fast") != 0);
         EXPECT_TRUE(r.ok) << c.name << " " << dtype_name(dt) << " " << cfg << "\n" << r.log;
       }
@@ -176,6 +190,61 @@ TEST(RowReductionPrinter, ReductionsComeFromTheHalideExprs) {
   EXPECT_NE(src.find("red0 /= (float)cols;"), std::string::npos);
   EXPECT_NE(src.find("sqrtf("), std::string::npos);
   EXPECT_NE(src.find("p_eps"), std::string::npos);
+}
+
+// Softmax evaluates exp(x - max) once per element when the row stays in
+// registers (kept in kb1, then reused by the output) and multiplies by the
+// reciprocal of the row's sum; re-reading schedules recompute the body.
+TEST(RowReductionPrinter, OutputsReuseReductionBodiesAndReciprocals) {
+  const auto& c = find_pattern("softmax");
+  const std::string src = print_row_reduction_kernel(c, instantiate(c, DType::kBF16),
+                                                     Config::parse("cache=2 fast=1 rows=1 threads=128 vec=8"), "k")
+                              .source;
+  EXPECT_NE(src.find("const float kb1, const float rc0, float& o0) {\n  o0 = (kb1 * rc0);"), std::string::npos) << src;
+  EXPECT_NE(src.find("kb1[j][l] = fk_body1("), std::string::npos);
+  EXPECT_NE(src.find("const float rc0 = 1.0f / red1;"), std::string::npos);
+  EXPECT_NE(src.find("fk_point(v_x.v[l], red0, red1, fk_body1(v_x.v[l], red0, red1), rc0, w_o0[l])"),
+            std::string::npos);
+  // bias_add_softmax keeps the exp (which holds the max's body), not the max's body.
+  const auto& b = find_pattern("bias_add_softmax");
+  const std::string bsrc = print_row_reduction_kernel(b, instantiate(b, DType::kF32),
+                                                      Config::parse("cache=2 fast=1 rows=1 threads=128 vec=4"), "k")
+                               .source;
+  EXPECT_NE(bsrc.find("o0 = (kb1 * rc0);"), std::string::npos) << bsrc;
+  EXPECT_EQ(bsrc.find("kb0"), std::string::npos);
+  // log_softmax's output holds no body and divides by nothing.
+  const auto& l = find_pattern("log_softmax");
+  const std::string lsrc = print_row_reduction_kernel(l, instantiate(l, DType::kF32),
+                                                      Config::parse("cache=2 fast=1 rows=1 threads=128 vec=4"), "k")
+                               .source;
+  EXPECT_EQ(lsrc.find("kb1"), std::string::npos);
+  EXPECT_EQ(lsrc.find("rc0"), std::string::npos);
+}
+
+// A row split across a cluster: every block combines the cluster's partials
+// and waits for the others' reads before it exits.
+TEST(RowReductionPrinter, SplitRowsUseAClusterOfBlocks) {
+  const auto& c = find_pattern("layernorm");
+  PrintedKernel k = print_row_reduction_kernel(c, instantiate(c, DType::kF32),
+                                               Config::parse("cache=8 fast=1 rows=1 split=8 threads=256 vec=4"), "k");
+  EXPECT_NE(k.source.find("__cluster_dims__(8, 1, 1) k("), std::string::npos);
+  EXPECT_NE(k.source.find("red0 = fk_cluster_combine<kS, false>(red0, &fk_slot[0][threadIdx.y]);"), std::string::npos);
+  EXPECT_NE(k.source.find("red1 = fk_cluster_combine<kS, false>(red1, &fk_slot[1][threadIdx.y]);\n      fk_cluster_arrive();"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("fk_cluster_wait();\n    return;"), std::string::npos);
+  LaunchShape shape;
+  shape.domain = {65536, 1000};
+  shape.inputs = {shape.domain, {65536}, {65536}};
+  shape.outputs = {shape.domain};
+  PreparedLaunch prepared;
+  ASSERT_TRUE(prepare_launch(k.launch, shape, &prepared).ok());
+  EXPECT_EQ(prepared.grid[0], 8000u);  // 8 blocks per row
+  const std::string plain = print_row_reduction_kernel(c, instantiate(c, DType::kF32),
+                                                       Config::parse("cache=8 fast=1 rows=1 threads=256 vec=4"), "k")
+                                .source;
+  EXPECT_EQ(plain.find("__cluster_dims__"), std::string::npos);
+  EXPECT_EQ(plain.find("= fk_cluster_combine<"), std::string::npos);
 }
 
 // The database key must not depend on how many pipelines came before

@@ -2,6 +2,8 @@
 // reference on the device. Skipped, with the reason, where no GPU exists.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
@@ -102,15 +104,24 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           "cache=0 fast=0 rows=1 threads=128 vec=1", "cache=2 fast=0 rows=4 threads=32 vec=" + wide,
           "cache=1 fast=1 rows=2 threads=256 vec=" + wide, "cache=0 fast=0 rows=8 threads=8 vec=2",
           "cache=4 fast=0 rows=1 threads=1024 vec=" + wide};
+      std::vector<std::string> all = configs;
+      // Rows split across a thread-block cluster (sm_90): held in registers
+      // (65536 columns exactly fill 8 blocks), and re-read with several
+      // rows per block; a row of length 1 leaves most of a cluster idle.
+      if (arch().arch.number() >= 90)
+        for (const std::string& s : {"cache=8 fast=1 rows=1 split=8 threads=256 vec=" + wide,
+                                     std::string("cache=0 fast=0 rows=2 split=4 threads=64 vec=2"),
+                                     "cache=2 fast=0 rows=4 split=2 threads=32 vec=" + wide})
+          all.push_back(s);
       auto wl = make_candidate_workload(c, dt);
       auto builder = make_kernel_builder(c, dt, arch());
       std::vector<Candidate> batch;
-      for (const auto& s : configs) batch.push_back({Backend::kNvrtc, Config::parse(s)});
+      for (const auto& s : all) batch.push_back({Backend::kNvrtc, Config::parse(s)});
       auto built = builder->build(batch);
       MeasureOptions verify_only;
       verify_only.time = false;
       for (size_t i = 0; i < batch.size(); ++i) {
-        SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + configs[i]);
+        SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + all[i]);
         ASSERT_TRUE(built[i].ok) << built[i].error;
         for (const auto& domain : domains) {
           Problem p = wl->problem(domain);
@@ -136,9 +147,67 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
       if (c.name == "bias_add_softmax") continue;
       auto large = make_candidate_workload(c, dt, 3e4f);
       for (size_t i = 0; i < batch.size(); ++i) {
-        SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + configs[i] + " large inputs");
+        SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + all[i] + " large inputs");
         Problem p = large->problem({1001, 97});
         MeasureResult r = measurer_->measure(*large, p, {{&batch[i], &built[i].artifact}}, verify_only).front();
+        EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
+      }
+    }
+  }
+}
+
+// bias_add_softmax with an attention mask of -inf: a third of each row's
+// columns, and every fifth row all but its first column (a row of one live
+// logit); every fourteenth row is masked out entirely, where softmax is NaN
+// (0/0) in the reference and must be NaN from the kernel too.
+class InfMaskWorkload final : public Workload {
+ public:
+  InfMaskWorkload(std::unique_ptr<Workload> inner, size_t mask) : inner_(std::move(inner)), mask_(mask) {}
+  std::string name() const override { return inner_->name() + "/-inf-mask"; }
+  DType dtype() const override { return inner_->dtype(); }
+  Problem problem(const std::vector<int64_t>& domain) const override { return inner_->problem(domain); }
+  std::vector<float> param_values() const override { return inner_->param_values(); }
+  void reference(const Problem& p, const std::vector<HostTensor>& in, std::vector<HostTensor>* out) const override {
+    inner_->reference(p, in, out);
+  }
+  Tolerance tolerance(const Problem& p) const override { return inner_->tolerance(p); }
+  float input_magnitude(size_t i) const override { return inner_->input_magnitude(i); }
+  void fill_input(size_t i, uint64_t seed, HostTensor* t) const override {
+    inner_->fill_input(i, seed, t);
+    if (i != mask_) return;
+    const int64_t cols = t->dims.at(0);
+    for (int64_t e = 0; e < t->elements(); ++e) {
+      const int64_t row = e / cols, col = e % cols;
+      if (col % 3 == 2 || (row % 5 == 1 && col != 0) || row % 14 == 13) t->set(e, -INFINITY);
+    }
+  }
+
+ private:
+  std::unique_ptr<Workload> inner_;
+  size_t mask_;
+};
+
+TEST_F(GpuKernels, SoftmaxWithAnInfiniteMask) {
+  const auto& c = find_pattern("bias_add_softmax");
+  size_t mask = 0;
+  while (c.inputs.at(mask).name != "mask") ++mask;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    InfMaskWorkload wl(make_candidate_workload(c, dt), mask);
+    const std::string wide = std::to_string(16 / dtype_bytes(dt));
+    std::vector<std::string> configs = {"cache=0 fast=0 rows=1 threads=128 vec=1",
+                                        "cache=2 fast=1 rows=4 threads=32 vec=" + wide};
+    if (arch().arch.number() >= 90) configs.push_back("cache=4 fast=1 rows=1 split=4 threads=128 vec=" + wide);
+    std::vector<Candidate> batch;
+    for (const auto& s : configs) batch.push_back({Backend::kNvrtc, Config::parse(s)});
+    auto built = make_kernel_builder(c, dt, arch())->build(batch);
+    MeasureOptions verify_only;
+    verify_only.time = false;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + configs[i]);
+      ASSERT_TRUE(built[i].ok) << built[i].error;
+      for (const std::vector<int64_t>& domain : {std::vector<int64_t>{1001, 97}, std::vector<int64_t>{4096, 28}}) {
+        Problem p = wl.problem(domain);
+        MeasureResult r = measurer_->measure(wl, p, {{&batch[i], &built[i].artifact}}, verify_only).front();
         EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
       }
     }
