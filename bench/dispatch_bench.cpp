@@ -75,7 +75,7 @@ void BM_SelectVariant(benchmark::State& state) {
   for (auto _ : state) {
     Selection s;
     Status st = select_variant(table.variants.data(), table.variants.size(), "sigmoid_mul_tanh_add", DType::kF32,
-                               DeviceProps{90, 132}, n, 256, &s);
+                               DeviceProps{90, 132}, n, -1, 256, &s);
     benchmark::DoNotOptimize(s.variant);
     benchmark::DoNotOptimize(st);
   }

@@ -231,7 +231,7 @@ int cmd_tune(const po::variables_map& vm) {
       // Winner per size, as a summary line.
       for (const auto& size : sizes) {
         Problem p = workload->problem(domain_for(cand, size));
-        auto best = db->best({task.pipeline_hash, dtype_name(dt), shape_bucket_name(p.elements()), arch.arch.name()});
+        auto best = db->best({task.pipeline_hash, dtype_name(dt), problem_bucket(task.kind, p), arch.arch.name()});
         if (best)
           std::printf("%-22s %-4s %-12s %-7s %-40s %10.2f us %8.1f GB/s %s\n", cand.name.c_str(), dtype_name(dt),
                       p.shape_text.c_str(), best->backend.c_str(), best->params.c_str(), best->median_us,

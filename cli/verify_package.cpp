@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -31,7 +32,7 @@ namespace {
 
 using LaunchFn = int (*)(const char*, const char*, const void* const*, int, void* const*, int, const float*, int,
                          const int64_t*, int, CUstream);
-using ExplainFn = int (*)(const char*, const char*, int64_t, int, char*, size_t);
+using ExplainFn = int (*)(const char*, const char*, const int64_t*, int, int, char*, size_t);
 using LastErrorFn = const char* (*)();
 
 int64_t product(const std::vector<int64_t>& d, size_t from, size_t to) {
@@ -58,11 +59,28 @@ std::string variant_key_from_explain(const std::string& w) {
 // An odd element count inside bucket k (2^(k-1) < n <= 2^k), in the
 // catalog's odd shape with the outermost extent (or, for small buckets, the
 // innermost) stretched to reach it; every extent odd, so no extent is a
-// multiple of a vector width.
-std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k) {
-  const int64_t hi = int64_t{1} << k;
-  const int64_t target = odd_at_most(k >= 3 ? hi - hi / 8 : hi);
+// multiple of a vector width. With a row bucket (row reductions), an odd row
+// length inside it and as many rows as keep the count in bucket k.
+std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, int row_k) {
+  auto odd_in = [](int log2) {
+    const int64_t hi = int64_t{1} << log2;
+    return odd_at_most(log2 >= 3 ? hi - hi / 8 : hi);
+  };
+  const int64_t target = odd_in(k);
   std::vector<int64_t> d = cand.odd_domain();
+  if (row_k >= 0 && d.size() == 2) {
+    // Odd rows and odd columns with the count in (2^(k-1), 2^k]: the fewest
+    // odd rows for which an odd row length fits both buckets (none may exist
+    // for tiny buckets: then the nearest odd shape).
+    const int64_t lo_cols = int64_t{1} << std::max(row_k - 1, 0), hi_cols = int64_t{1} << row_k;
+    const int64_t lo_n = int64_t{1} << std::max(k - 1, 0), hi_n = int64_t{1} << k;
+    for (int64_t rows = 1; rows <= hi_n / lo_cols; rows += 2) {
+      const int64_t hi = std::min(hi_cols, hi_n / rows), lo = std::max(lo_cols, lo_n / rows);
+      const int64_t cols = odd_at_most(std::max<int64_t>(1, std::min(hi, hi - hi / 8 > lo ? hi - hi / 8 : hi)));
+      if (cols > lo && cols <= hi && (row_k > 0 || cols == 1)) return {cols, rows};
+    }
+    return {odd_in(row_k), odd_at_most(std::max<int64_t>(1, target / odd_in(row_k)))};
+  }
   const size_t r = d.size();
   d[r - 1] = odd_at_most(target / product(d, 0, r - 1));
   if (shape_bucket_log2(product(d, 0, r)) == k) return d;
@@ -112,12 +130,13 @@ int verify_package(const std::string& dir, int64_t max_elements) {
   const std::string device_arch = ptx_only ? "ptx (compute_75)" : "sm_" + std::to_string(major * 10 + minor);
 
   // Buckets tuned per op and dtype, and the variants this device can take.
-  std::map<std::pair<std::string, std::string>, std::set<int>> buckets;
+  std::map<std::pair<std::string, std::string>, std::set<std::pair<int, int>>> buckets;  // (n, row) log2
   std::set<std::string> expected, taken;
   for (const auto& v : manifest.at("variants")) {
     const std::string op = v.at("op"), dt = v.at("dtype"), bucket = v.at("shape_bucket");
     auto& b = buckets[{op, dt}];
-    if (bucket.rfind("n<=2^", 0) == 0) b.insert(std::stoi(bucket.substr(5)));
+    int n = 0, row = -1;
+    if (parse_shape_bucket(bucket, &n, &row)) b.insert({n, row});
     if (v.at("arch") == device_arch)
       expected.insert(v.at("entry").get<std::string>() + " | " + v.at("params").get<std::string>() + " | " + bucket);
   }
@@ -136,7 +155,7 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     }
     auto wl = make_candidate_workload(*cand, *dt);
     std::vector<std::pair<std::vector<int64_t>, bool>> cases;  // domain, misaligned
-    for (int k : bucket_set) cases.push_back({odd_domain_in_bucket(*cand, k), false});
+    for (const auto& [k, row_k] : bucket_set) cases.push_back({odd_domain_in_bucket(*cand, k, row_k), false});
     cases.push_back({cand->odd_domain(), true});
     const std::vector<float> params = wl->param_values();
     const size_t esize = dtype_bytes(*dt);
@@ -176,7 +195,8 @@ int verify_package(const std::string& dir, int64_t max_elements) {
       const std::vector<int64_t> outer_first(domain.rbegin(), domain.rend());
       char why[512] = {0};
       const int align = misaligned ? static_cast<int>(esize) : 256;
-      explain(op.c_str(), dt_name.c_str(), p.elements(), align, why, sizeof(why));
+      explain(op.c_str(), dt_name.c_str(), outer_first.data(), static_cast<int>(outer_first.size()), align, why,
+              sizeof(why));
       int rc = launch(op.c_str(), dt_name.c_str(), in_ptrs.data(), static_cast<int>(in_ptrs.size()), out_ptrs.data(),
                       static_cast<int>(out_ptrs.size()), params.data(), static_cast<int>(params.size()),
                       outer_first.data(), static_cast<int>(outer_first.size()), nullptr);
@@ -192,7 +212,7 @@ int verify_package(const std::string& dir, int64_t max_elements) {
                                  got.back().bytes.size()),
                 "cuMemcpyDtoH");
         }
-        Comparison c = compare_outputs(got, ref, tolerance_for(*dt));
+        Comparison c = compare_outputs(got, ref, wl->tolerance(p));  // row ops widen it with row length
         if (!c.passed()) error = c.detail;
       }
       for (CUdeviceptr b : bufs) cu->cuMemFree(b);

@@ -17,7 +17,9 @@ namespace fusekit {
 int verify_package(const std::string& dir, int64_t max_elements);
 
 // An odd-sized iteration domain (innermost first) whose element count lies
-// in shape bucket k, i.e. 2^(k-1) < n <= 2^k.
-std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k);
+// in shape bucket k, i.e. 2^(k-1) < n <= 2^k; for a row bucket row_k >= 0
+// (row reductions), with a row length in 2^(row_k-1) < cols <= 2^row_k, and
+// as many rows (at least one) as keep the count in bucket k.
+std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, int row_k = -1);
 
 }  // namespace fusekit

@@ -35,6 +35,7 @@ struct Variant {
   const FusionCandidate* cand = nullptr;
   DType dtype = DType::kF32;
   int bucket = -1;
+  int row_bucket = -1;  // row reductions' row-length bucket
   int sm = 0;  // 0: portable PTX
   KernelArtifact art;
   std::string schedule, record_id, gpu_name;
@@ -88,6 +89,14 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         if (r.pipeline_hash == hash && (r.status == RecordStatus::kOk || r.status == RecordStatus::kModeled))
           buckets[r.arch].insert(r.shape_bucket);
       if (buckets.empty()) continue;
+      // Buckets with a row length supersede those without (records of row
+      // ops from before row lengths were bucketed).
+      for (auto& [arch_name, names] : buckets) {
+        std::set<std::string> with_rows;
+        for (const auto& name : names)
+          if (name.find(" cols<=") != std::string::npos) with_rows.insert(name);
+        if (!with_rows.empty()) names = with_rows;
+      }
       for (const Arch& arch : o.archs)
         if (!buckets.count(arch.name()))
           throw UserError("the database has records of " + cand.name + " " + dtype_name(dt) + " but none for " +
@@ -107,7 +116,9 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
           Variant v;
           v.cand = &cand;
           v.dtype = dt;
-          v.bucket = std::stoi(bucket.substr(bucket.find('^') + 1));
+          if (!parse_shape_bucket(bucket, &v.bucket, &v.row_bucket))
+            throw UserError("record " + best->id + " has a malformed shape bucket '" + bucket +
+                            "'; expected e.g. 'n<=2^20' or 'n<=2^25 cols<=2^10'");
           v.sm = arch.number();
           v.schedule = best->params;
           v.record_id = best->id;
@@ -213,10 +224,11 @@ std::string write_header(const std::vector<std::pair<const FusionCandidate*, DTy
        "int fusekit_launch(const char* op, const char* dtype, const void* const* inputs, int num_inputs,\n"
        "                   void* const* outputs, int num_outputs, const float* params, int num_params,\n"
        "                   const int64_t* domain, int rank, CUstream stream);\n\n"
-       "/* Writes which kernel a call with `elements` elements and `pointer_alignment`-byte aligned\n"
-       " * pointers would take on the current device, and which fallback steps chose it. */\n"
-       "int fusekit_explain(const char* op, const char* dtype, int64_t elements, int pointer_alignment,\n"
-       "                    char* buffer, size_t size);\n\n"
+       "/* Writes which kernel a call with this `domain` (as for fusekit_launch) and\n"
+       " * `pointer_alignment`-byte aligned pointers would take on the current device, and\n"
+       " * which fallback steps chose it. */\n"
+       "int fusekit_explain(const char* op, const char* dtype, const int64_t* domain, int rank,\n"
+       "                    int pointer_alignment, char* buffer, size_t size);\n\n"
        "#ifdef __cplusplus\n}  /* extern \"C\" */\n#endif\n\n#endif  /* FUSEKIT_KERNELS_H_ */\n";
   return h.str();
 }
@@ -271,7 +283,7 @@ std::string write_table(const std::vector<Variant>& vs, const fs::path& image_di
       << c_string(a.grid[2].to_string()) << "}, " << a.shared_bytes << ", " << a.pointer_alignment << ", kParams"
       << i << ", " << a.params.size() << ", " << c_string(a.backend) << ", " << c_string(v.schedule) << ", "
       << c_string(v.record_id) << ", " << (v.measured ? 1 : 0) << ", " << (v.art.backend == "halide" ? 1 : 0)
-      << "},\n";
+      << ", " << v.row_bucket << "},\n";
   }
   t << "};\n\n}  // namespace\n\n"
        "fusekit::Package& fusekit_kernels_package() {\n"
@@ -363,12 +375,17 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
        "  if (!domain || (s->inputs && !inputs) || (s->outputs && !outputs) || (s->params && !params))\n"
        "    return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"null argument array\"));\n"
        "  return run(*s, *dt, inputs, outputs, params, domain, stream);\n}\n\n"
-       "int fusekit_explain(const char* op, const char* dtype, int64_t elements, int pointer_alignment,\n"
-       "                    char* buffer, size_t size) {\n"
+       "int fusekit_explain(const char* op, const char* dtype, const int64_t* domain, int rank,\n"
+       "                    int pointer_alignment, char* buffer, size_t size) {\n"
        "  auto dt = dtype ? fusekit::parse_dtype(dtype) : std::nullopt;\n"
        "  if (!op || !dt) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"unknown op or dtype\"));\n"
+       "  if (!domain || rank < 1) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"empty domain\"));\n"
+       "  int64_t elements = 1;\n"
+       "  for (int i = 0; i < rank; ++i) {\n"
+       "    if (domain[i] < 0) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"negative extent \" + std::to_string(domain[i])));\n"
+       "    elements *= domain[i];\n  }\n"
        "  fusekit::Selection sel;\n"
-       "  fusekit::Status st = fusekit_kernels_package().explain(op, *dt, elements, pointer_alignment, &sel);\n"
+       "  fusekit::Status st = fusekit_kernels_package().explain(op, *dt, elements, domain[rank - 1], pointer_alignment, &sel);\n"
        "  if (st.ok() && buffer && size) {\n"
        "    std::string d = sel.describe();\n"
        "    std::strncpy(buffer, d.c_str(), size - 1);\n    buffer[size - 1] = '\\0';\n  }\n"
@@ -485,7 +502,9 @@ EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
         {"arch", v.sm ? "sm_" + std::to_string(v.sm) : "ptx (compute_75)"},
         {"image", image_kind_name(v.art.image_kind)}, {"entry", v.art.entry},
         {"image_file", "kernels/" + image_file_name(v.art)},
-        {"shape_bucket", v.bucket >= 0 ? "n<=2^" + std::to_string(v.bucket) : "generic"},
+        {"shape_bucket", v.bucket >= 0 ? shape_bucket_name(int64_t{1} << v.bucket,
+                                                           v.row_bucket >= 0 ? int64_t{1} << v.row_bucket : -1)
+                                       : "generic"},
         {"backend", v.art.backend}, {"params", v.schedule}, {"record_id", v.record_id},
         {"provenance", v.record_id.empty() ? "generic (not tuned)" : v.measured ? "measured" : "modeled"},
         {"measured_on", v.gpu_name}, {"pointer_alignment", v.art.pointer_alignment}});

@@ -16,7 +16,10 @@ std::string Selection::describe() const {
   if (!variant) return "no variant";
   std::string s = std::string(variant->entry) + " (" + variant->backend + ", " + variant->schedule + "; ";
   s += variant->sm ? "sm_" + std::to_string(variant->sm) : std::string("portable PTX");
-  s += variant->bucket_log2 >= 0 ? ", bucket n<=2^" + std::to_string(variant->bucket_log2) : std::string(", generic");
+  s += variant->bucket_log2 >= 0
+           ? ", bucket " + shape_bucket_name(int64_t{1} << variant->bucket_log2,
+                                             variant->row_log2 >= 0 ? int64_t{1} << variant->row_log2 : -1)
+           : std::string(", generic");
   s += variant->measured ? ", measured" : ", not measured";
   return s + "): arch step '" + arch_step + "', shape step '" + shape_step + "'";
 }
@@ -39,7 +42,8 @@ int common_alignment(const std::vector<CUdeviceptr>& pointers) {
 // Allocation-free: a few passes over the table (it is small), strings only
 // on the error paths.
 Status select_variant(const fusekit_variant_desc* table, size_t count, const char* op_name, DType dtype,
-                      const DeviceProps& device, int64_t elements, int pointer_alignment, Selection* out) {
+                      const DeviceProps& device, int64_t elements, int64_t row_length, int pointer_alignment,
+                      Selection* out) {
   const int dt = static_cast<int>(dtype);
   if (!op_name) return Status(StatusCode::kInvalidArgument, "null op name");
   bool op_known = false, dtype_known = false, exact = false, ptx = false;
@@ -81,8 +85,12 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
                                                  std::to_string(device.sm));
   }
   // Shape, among variants of that arch whose alignment the pointers meet:
-  // exact bucket, else nearest (ties to the larger), else generic.
+  // exact bucket, else nearest (ties to the larger), else generic. A row
+  // reduction's row length weighs more than its element count: a schedule
+  // for rows of 65536 is wrong for rows of 1024 whatever the row count.
   const int b = shape_bucket_log2(elements);
+  const int rb = row_length >= 0 ? shape_bucket_log2(row_length) : -1;
+  auto steps = [](int have, int want) { return std::abs(have - want) * 2 - (have > want ? 1 : 0); };
   const fusekit_variant_desc* nearest = nullptr;
   const fusekit_variant_desc* generic = nullptr;
   int nearest_distance = 1 << 30;
@@ -95,15 +103,19 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
       too_large = true;
       continue;
     }
-    if (v.bucket_log2 == b) {
-      *out = Selection{&v, arch_step, "exact bucket"};
-      return Status();
-    }
     if (v.bucket_log2 < 0) {
       if (!generic) generic = &v;
       continue;
     }
-    const int d = std::abs(v.bucket_log2 - b) * 2 - (v.bucket_log2 > b ? 1 : 0);
+    // Row steps: 0 for a variant of any row length or the exact one, 1 when
+    // the call's row length is unknown, else 2 per doubling (one less
+    // toward longer rows).
+    const int row_steps = v.row_log2 < 0 ? 0 : rb < 0 ? 1 : 2 * steps(v.row_log2, rb);
+    const int d = row_steps * 256 + steps(v.bucket_log2, b);
+    if (d == 0) {
+      *out = Selection{&v, arch_step, "exact bucket"};
+      return Status();
+    }
     if (d < nearest_distance) { nearest_distance = d; nearest = &v; }
   }
   if (nearest) { *out = Selection{nearest, arch_step, "nearest bucket"}; return Status(); }
@@ -217,7 +229,8 @@ Status Package::driver_and_context(const CudaDriver** d, CUcontext* ctx) const {
   return Status();
 }
 
-Status Package::explain(const std::string& op, DType dtype, int64_t elements, int pointer_alignment, Selection* out) {
+Status Package::explain(const std::string& op, DType dtype, int64_t elements, int64_t row_length, int pointer_alignment,
+                        Selection* out) {
   const CudaDriver* d = nullptr;
   CUcontext ctx = nullptr;
   Status st = driver_and_context(&d, &ctx);
@@ -226,7 +239,7 @@ Status Package::explain(const std::string& op, DType dtype, int64_t elements, in
   DeviceProps props;
   st = device_props(*d, ctx, &props);
   if (!st.ok()) return st;
-  return select_variant(table_, count_, op.c_str(), dtype, props, elements, pointer_alignment, out);
+  return select_variant(table_, count_, op.c_str(), dtype, props, elements, row_length, pointer_alignment, out);
 }
 
 Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, const LaunchArgs& args,
@@ -247,6 +260,8 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
     }
   const int alignment = alignment_of(ored);
   const int bucket = shape_bucket_log2(elements);
+  const int64_t row_length = shape.domain.empty() ? 1 : shape.domain.front();
+  const int row_bucket = shape_bucket_log2(row_length);
   const CudaDriver* d = nullptr;
   CUcontext ctx = nullptr;
   Status st = driver_and_context(&d, &ctx);
@@ -259,7 +274,8 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
     Loaded* l = nullptr;
     int sm_count = 0;
     for (const Recent& r : recent_)
-      if (r.loaded && r.ctx == ctx && r.dtype == dtype && r.bucket == bucket && r.alignment == alignment &&
+      if (r.loaded && r.ctx == ctx && r.dtype == dtype && r.bucket == bucket && r.row_bucket == row_bucket &&
+          r.alignment == alignment &&
           std::strcmp(r.loaded->variant->op, op) == 0) {
         l = r.loaded;
         sm_count = r.sm_count;
@@ -270,12 +286,12 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
       st = device_props(*d, ctx, &props);
       if (!st.ok()) return st;
       Selection sel;
-      st = select_variant(table_, count_, op, dtype, props, elements, alignment, &sel);
+      st = select_variant(table_, count_, op, dtype, props, elements, row_length, alignment, &sel);
       if (!st.ok()) return st;
       st = function_for(*d, ctx, sel.variant, &l);
       if (!st.ok()) return st;
       sm_count = props.sm_count;
-      recent_[next_recent_] = Recent{ctx, dtype, bucket, alignment, l, sm_count};
+      recent_[next_recent_] = Recent{ctx, dtype, bucket, row_bucket, alignment, l, sm_count};
       next_recent_ = (next_recent_ + 1) % kRecent;
     }
     // The shape as the kernel sees it: the caller's, on this device.

@@ -47,21 +47,23 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     return out;
   }
   const int64_t wide = 16 / element_bytes;
-  // {threads, rows, cache for 4-byte elements, split, fast modes}: rows held
-  // in registers at 1024 (four rows per block), 1024, 4096 and 16384
-  // columns, a variant that re-reads the row every pass, and rows of 65536
-  // held in the registers of a cluster of 8 or 4 blocks (sm_90; elsewhere the
-  // space drops them). 16-byte vectors hold more 16-bit elements, so those
-  // take proportionally fewer cached vectors.
+  // {threads, rows, 16-byte vectors cached, split, fast modes} for 4-byte
+  // elements: rows held in registers at 1024 (four rows per block), 1024,
+  // 4096 and 16384 columns, a variant that re-reads the row every pass, and
+  // rows of 65536 held in the registers of a cluster of 8 or 4 blocks (sm_90;
+  // elsewhere the space drops them). Narrower elements keep the bytes each
+  // thread has in flight (a row op is latency-bound when they are few): a
+  // 16-byte vector holds twice the bf16 elements, so half the threads cover
+  // the same row; re-reading keeps every thread.
   const int64_t shapes[][5] = {{32, 4, 8, 1, 2},  {128, 1, 2, 1, 2}, {256, 1, 4, 1, 2}, {512, 1, 8, 1, 2},
                                {1024, 1, 0, 1, 2}, {256, 1, 8, 8, 1}, {512, 1, 8, 4, 1}};
   for (const auto& s : shapes)
     for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
       Config c;
-      c.set("threads", s[0]);
+      c.set("threads", s[2] > 0 ? s[0] * element_bytes / 4 : s[0]);
       c.set("rows", s[1]);
       c.set("vec", wide);
-      c.set("cache", s[2] * 4 / wide);
+      c.set("cache", s[2]);
       c.set("split", s[3]);
       c.set("fast", fast);
       out.push_back(c);

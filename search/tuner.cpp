@@ -6,6 +6,11 @@
 
 namespace fusekit {
 
+std::string problem_bucket(TemplateKind kind, const Problem& problem) {
+  const bool rows = kind == TemplateKind::kRowReduction && !problem.domain.empty();
+  return shape_bucket_name(problem.elements(), rows ? problem.domain.front() : -1);
+}
+
 // Per backend: the seeded search proposes batches; each batch is built in
 // parallel, verified at the odd shape, then measured problem by problem, and
 // every outcome is committed in one transaction.
@@ -103,7 +108,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
         std::vector<size_t> passed;
         for (size_t k = 0; k < alive.size(); ++k) {
           if (v[k].status == RecordStatus::kOk) passed.push_back(alive[k]);
-          else fail_record(alive[k], verify_problem.shape_text, shape_bucket_name(verify_problem.elements()), v[k]);
+          else fail_record(alive[k], verify_problem.shape_text, problem_bucket(task.kind, verify_problem), v[k]);
         }
         alive = passed;
       }
@@ -118,7 +123,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
         std::vector<MeasureResult> ms = measurer.measure(wl, p, inputs_of(run), options.measure);
         for (size_t k = 0; k < run.size(); ++k) {
           const MeasureResult& m = ms[k];
-          TuningRecord r = base_record(batch[run[k]], p.shape_text, shape_bucket_name(p.elements()));
+          TuningRecord r = base_record(batch[run[k]], p.shape_text, problem_bucket(task.kind, p));
           r.status = m.status;
           r.error = m.error;
           r.verify_error = m.verify_error;

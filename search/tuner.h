@@ -24,6 +24,10 @@ struct TuneTask {
   int cached_inputs = 1;                       // full-size inputs (row reductions' register budget)
 };
 
+// The shape bucket a problem's records go to: the element count's, and for
+// row reductions also the row length's (see fusekit/shape_bucket.h).
+std::string problem_bucket(TemplateKind kind, const Problem& problem);
+
 // Versions and host name stamped on every record.
 struct Provenance {
   std::string fusekit_version;

@@ -35,8 +35,6 @@ int check(const char* what, const float* dx, const float* dy, float* dout, float
   relu_kernel<<<blocks, threads, 0, s>>>(dx, dtmp, n);
   add_kernel<<<blocks, threads, 0, s>>>(dtmp, dy, dref, n);
   CHECK(cudaGetLastError());
-  char why[512] = "";
-  fusekit_explain("relu_add", "f32", n, 4, why, sizeof(why));
   if (fusekit_relu_add_f32(dx, dy, dout, n, reinterpret_cast<CUstream>(s)) != FUSEKIT_OK) {
     std::fprintf(stderr, "%s: fusekit_relu_add_f32: %s\n", what, fusekit_last_error());
     return 1;
@@ -71,8 +69,9 @@ int main() {
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
   char why[512] = "";
-  if (fusekit_explain("relu_add", "f32", n, 256, why, sizeof(why)) == FUSEKIT_OK) std::printf("aligned: %s\n", why);
-  if (fusekit_explain("relu_add", "f32", n - 1, 4, why, sizeof(why)) == FUSEKIT_OK) std::printf("misaligned: %s\n", why);
+  const int64_t m = n - 1;  // the explain calls take the domain, as fusekit_launch does
+  if (fusekit_explain("relu_add", "f32", &n, 1, 256, why, sizeof(why)) == FUSEKIT_OK) std::printf("aligned: %s\n", why);
+  if (fusekit_explain("relu_add", "f32", &m, 1, 4, why, sizeof(why)) == FUSEKIT_OK) std::printf("misaligned: %s\n", why);
   int bad = check("aligned", dx, dy, dout, dtmp, dref, n, s);
   bad |= check("misaligned", dx + 1, dy + 1, dout + 1, dtmp, dref, n - 1, s);
   // Bad input is a status, not a crash.

@@ -28,5 +28,18 @@ TEST(VerifyPackage, OddDomainsLandInTheirBucket) {
   EXPECT_EQ(odd_domain_in_bucket(gelu, 20)[0], gelu.odd_domain()[0]);
 }
 
+TEST(VerifyPackage, RowBucketsGetOddRowsOfTheirLength) {
+  const auto& softmax = find_pattern("softmax");
+  for (int row_k = 4; row_k <= 17; ++row_k)
+    for (int k = row_k; k <= 27; ++k) {
+      const std::vector<int64_t> d = odd_domain_in_bucket(softmax, k, row_k);
+      ASSERT_EQ(d.size(), 2u);
+      EXPECT_EQ(shape_bucket_log2(d[0]), row_k) << "k=" << k << " row_k=" << row_k;
+      EXPECT_EQ(shape_bucket_log2(d[0] * d[1]), k) << "k=" << k << " row_k=" << row_k << ": " << d[1] << " rows";
+      EXPECT_EQ(d[0] % 2, 1);
+      EXPECT_EQ(d[1] % 2, 1);
+    }
+}
+
 }  // namespace
 }  // namespace fusekit

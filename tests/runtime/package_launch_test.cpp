@@ -136,14 +136,14 @@ TEST_F(PackageLaunch, NoContextIsAStatus) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("no current CUDA context"), std::string::npos);
   Selection s;
-  EXPECT_EQ(p.explain("relu_add", DType::kF32, 10, 256, &s).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.explain("relu_add", DType::kF32, 10, 10, 256, &s).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(PackageLaunch, ExplainUsesTheCurrentDevice) {
   fake::state().sm = 90;
   Package p(kTable, 3, &fake::driver());
   Selection s;
-  ASSERT_TRUE(p.explain("relu_add", DType::kF32, 1 << 20, 256, &s).ok());
+  ASSERT_TRUE(p.explain("relu_add", DType::kF32, 1 << 20, 1 << 20, 256, &s).ok());
   EXPECT_STREQ(s.variant->entry, "tuned");
   EXPECT_EQ(fake::state().launches.size(), 0u);
 }

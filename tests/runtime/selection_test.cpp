@@ -9,10 +9,10 @@ namespace {
 const fusekit_param_desc kParams[] = {{0, 0, 0, ""}, {1, 0, 0, ""}, {3, 3, 0, "n"}};
 
 fusekit_variant_desc variant(const char* entry, int sm, int kind, int bucket, int align, int dtype = 0,
-                             const char* op = "relu_add", int index32 = 0) {
+                             const char* op = "relu_add", int index32 = 0, int row_log2 = -1) {
   static const unsigned char image[] = {0};
-  return {op,     dtype,   bucket, sm, kind, image, 1, entry, {128, 1, 1}, {"(div (add n 127) 128)", "1", "1"},
-          0,      align,   kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32};
+  return {op,    dtype, bucket,  sm, kind, image, 1, entry, {128, 1, 1}, {"(div (add n 127) 128)", "1", "1"},
+          0,     align, kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32, row_log2};
 }
 
 const fusekit_variant_desc kTable[] = {
@@ -23,12 +23,18 @@ const fusekit_variant_desc kTable[] = {
     // silu_mul: a 32-bit-indexed Halide winner and a 64-bit generic; gelu: Halide only.
     variant("silu_halide", 90, 0, 26, 16, 0, "silu_mul", 1), variant("silu_generic", 90, 0, -1, 4, 0, "silu_mul"),
     variant("gelu_halide", 90, 0, 26, 16, 0, "gelu", 1),
+    // softmax: winners per (element count, row length) bucket.
+    variant("softmax_n25_r10", 90, 0, 25, 16, 0, "softmax", 0, 10),
+    variant("softmax_n26_r14", 90, 0, 26, 16, 0, "softmax", 0, 14),
+    variant("softmax_n26_r16", 90, 0, 26, 16, 0, "softmax", 0, 16),
+    variant("softmax_generic", 90, 0, -1, 2, 0, "softmax"),
 };
 constexpr size_t kCount = sizeof(kTable) / sizeof(kTable[0]);
 
-Selection pick(int sm, int64_t n, int align = 256, DType dt = DType::kF32, const char* op = "relu_add") {
+Selection pick(int sm, int64_t n, int align = 256, DType dt = DType::kF32, const char* op = "relu_add",
+               int64_t row_length = -1) {
   Selection s;
-  Status st = select_variant(kTable, kCount, op, dt, DeviceProps{sm, 100}, n, align, &s);
+  Status st = select_variant(kTable, kCount, op, dt, DeviceProps{sm, 100}, n, row_length, align, &s);
   EXPECT_TRUE(st.ok()) << st.to_string();
   return s;
 }
@@ -47,6 +53,34 @@ TEST(SelectVariant, NearestTunedBucket) {
   EXPECT_STREQ(s.shape_step, "nearest bucket");
   EXPECT_STREQ(pick(90, 1 << 15).variant->entry, "sm90_b12");  // 15 is nearer 12 than 20
   EXPECT_STREQ(pick(90, 1 << 16).variant->entry, "sm90_b20");  // tie: the larger bucket
+}
+
+// Row reductions: the row length's bucket decides before the element
+// count's; ops tuned without row lengths ignore it.
+TEST(SelectVariant, RowLengthComesFirstForRowReductions) {
+  auto softmax = [](int64_t rows, int64_t cols) {
+    return pick(90, rows * cols, 256, DType::kF32, "softmax", cols);
+  };
+  Selection s = softmax(32768, 1024);
+  EXPECT_STREQ(s.variant->entry, "softmax_n25_r10");
+  EXPECT_STREQ(s.shape_step, "exact bucket");
+  EXPECT_STREQ(softmax(4096, 16384).variant->entry, "softmax_n26_r14");
+  EXPECT_STREQ(softmax(1024, 65536).variant->entry, "softmax_n26_r16");
+  // 4096 x 8192: rows of 2^13 are nearer 2^14 than 2^10, though 2^25
+  // elements match the r10 winner's count exactly.
+  s = softmax(4096, 8192);
+  EXPECT_STREQ(s.variant->entry, "softmax_n26_r14");
+  EXPECT_STREQ(s.shape_step, "nearest bucket");
+  EXPECT_STREQ(softmax(7, 1501).variant->entry, "softmax_n25_r10");  // rows of 2^11: nearer 2^10
+  EXPECT_STREQ(softmax(7, 3001).variant->entry, "softmax_n26_r14");  // 2^12: a tie, to the longer rows
+  // Unknown row length: the element count decides among the rows.
+  EXPECT_STREQ(pick(90, 1 << 25, 256, DType::kF32, "softmax").variant->entry, "softmax_n25_r10");
+  // A pointwise op's variants have no row bucket.
+  s = pick(90, 4096, 256, DType::kF32, "relu_add", 64);
+  EXPECT_STREQ(s.variant->entry, "sm90_b12");
+  EXPECT_STREQ(s.shape_step, "exact bucket");
+  EXPECT_NE(pick(90, 1 << 25, 256, DType::kF32, "softmax", 1024).describe().find("bucket n<=2^25 cols<=2^10"),
+            std::string::npos);
 }
 
 TEST(SelectVariant, SameMajorCubinThenPtx) {
@@ -68,22 +102,22 @@ TEST(SelectVariant, MoreThanTwoToThe31ElementsSkip32BitKernels) {
   Selection s = pick(90, big, 256, DType::kF32, "silu_mul");
   EXPECT_STREQ(s.variant->entry, "silu_generic");
   EXPECT_STREQ(s.shape_step, "generic");
-  Status st = select_variant(kTable, kCount, "gelu", DType::kF32, DeviceProps{90, 132}, big, 256, &s);
+  Status st = select_variant(kTable, kCount, "gelu", DType::kF32, DeviceProps{90, 132}, big, -1, 256, &s);
   EXPECT_EQ(st.code(), StatusCode::kNotSupported);
   EXPECT_NE(st.message().find("2147483648 elements need 64-bit indexing"), std::string::npos) << st.message();
-  EXPECT_TRUE(select_variant(kTable, kCount, "gelu", DType::kF32, DeviceProps{90, 132}, big - 1, 256, &s).ok());
+  EXPECT_TRUE(select_variant(kTable, kCount, "gelu", DType::kF32, DeviceProps{90, 132}, big - 1, -1, 256, &s).ok());
 }
 
 TEST(SelectVariant, PtxOnlyDevicesSkipEveryCubin) {
   Selection s;
   DeviceProps device{90, 132, /*ptx_only=*/true};
-  ASSERT_TRUE(select_variant(kTable, kCount, "relu_add", DType::kF32, device, 1 << 20, 256, &s).ok());
+  ASSERT_TRUE(select_variant(kTable, kCount, "relu_add", DType::kF32, device, 1 << 20, -1, 256, &s).ok());
   EXPECT_STREQ(s.variant->entry, "ptx_b20");
   EXPECT_STREQ(s.arch_step, "ptx jit");
-  ASSERT_TRUE(select_variant(kTable, kCount, "relu_add", DType::kF32, device, 1 << 20, 4, &s).ok());
+  ASSERT_TRUE(select_variant(kTable, kCount, "relu_add", DType::kF32, device, 1 << 20, -1, 4, &s).ok());
   EXPECT_STREQ(s.variant->entry, "ptx_generic");
   // An op with cubins only has nothing to offer.
-  EXPECT_EQ(select_variant(kTable, kCount, "relu_add", DType::kBF16, device, 1 << 20, 256, &s).code(),
+  EXPECT_EQ(select_variant(kTable, kCount, "relu_add", DType::kBF16, device, 1 << 20, -1, 256, &s).code(),
             StatusCode::kNotSupported);
 }
 
@@ -92,20 +126,20 @@ TEST(SelectVariant, MisalignedPointersTakeTheGenericVariant) {
   EXPECT_STREQ(s.variant->entry, "sm90_generic");
   EXPECT_STREQ(s.shape_step, "generic");
   Selection t;
-  Status st = select_variant(kTable, kCount, "relu_add", DType::kF32, DeviceProps{90, 1}, 1 << 20, 2, &t);
+  Status st = select_variant(kTable, kCount, "relu_add", DType::kF32, DeviceProps{90, 1}, 1 << 20, -1, 2, &t);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("2-byte aligned"), std::string::npos);
 }
 
 TEST(SelectVariant, UnknownOpDtypeOrDeviceIsAStatus) {
   Selection s;
-  Status st = select_variant(kTable, kCount, "softmax", DType::kF32, DeviceProps{90, 1}, 10, 256, &s);
+  Status st = select_variant(kTable, kCount, "no_such_op", DType::kF32, DeviceProps{90, 1}, 10, -1, 256, &s);
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
-  st = select_variant(kTable, kCount, "relu_add", DType::kF16, DeviceProps{90, 1}, 10, 256, &s);
+  st = select_variant(kTable, kCount, "relu_add", DType::kF16, DeviceProps{90, 1}, 10, -1, 256, &s);
   EXPECT_EQ(st.code(), StatusCode::kNotSupported);
   EXPECT_NE(st.message().find("the package has: f32 bf16"), std::string::npos) << st.message();
   // bf16 exists only as an sm_90 cubin: an sm_80 device has no code for it.
-  st = select_variant(kTable, kCount, "relu_add", DType::kBF16, DeviceProps{80, 1}, 1 << 20, 256, &s);
+  st = select_variant(kTable, kCount, "relu_add", DType::kBF16, DeviceProps{80, 1}, 1 << 20, -1, 256, &s);
   EXPECT_EQ(st.code(), StatusCode::kNotSupported);
   EXPECT_NE(st.message().find("rebuild it with --arch sm_80"), std::string::npos) << st.message();
 }

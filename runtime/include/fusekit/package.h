@@ -4,6 +4,8 @@
 // Selection, per call:
 //   arch:  exact-arch image -> same-major cubin (minor <= device minor) -> PTX (JIT)
 //   shape: exact shape bucket -> nearest tuned bucket -> the generic variant
+//          (row reductions: the row length's bucket first, then the element
+//          count's; see fusekit/shape_bucket.h)
 //   alignment: a variant whose pointer alignment the call's pointers do not
 //          meet is skipped (the generic variant needs only element alignment)
 // Modules are loaded lazily, once per CUDA context, under a mutex; launches go
@@ -49,6 +51,7 @@ typedef struct fusekit_variant_desc {
   const char* record_id;   // tuning record it came from ("" for generic)
   int measured;            // 1 measured on a GPU, 0 modeled or generic
   int index32;             // 1: 32-bit indexing (Halide kernels), at most 2^31 - 1 elements
+  int row_log2;            // row reductions: tuned for rows of <= 2^row_log2 columns; -1 otherwise
 } fusekit_variant_desc;
 
 #ifdef __cplusplus
@@ -84,10 +87,13 @@ struct Selection {
   std::string describe() const;
 };
 
-// Picks a variant from a table. `pointer_alignment` is the largest power of
-// two dividing every tensor pointer of the call (use 256 when unknown).
+// Picks a variant from a table. `row_length` is the innermost extent (a row
+// reduction's row; -1 when unknown: the element count alone decides).
+// `pointer_alignment` is the largest power of two dividing every tensor
+// pointer of the call (use 256 when unknown).
 Status select_variant(const fusekit_variant_desc* table, size_t count, const char* op, DType dtype,
-                      const DeviceProps& device, int64_t elements, int pointer_alignment, Selection* out);
+                      const DeviceProps& device, int64_t elements, int64_t row_length, int pointer_alignment,
+                      Selection* out);
 
 // Largest power of two (up to 256) dividing every pointer.
 int common_alignment(const std::vector<CUdeviceptr>& pointers);
@@ -114,7 +120,8 @@ class Package {
     return launch(op.c_str(), dtype, shape, args, stream);
   }
   // Which variant a call would take on the current device, and why.
-  Status explain(const std::string& op, DType dtype, int64_t elements, int pointer_alignment, Selection* out);
+  Status explain(const std::string& op, DType dtype, int64_t elements, int64_t row_length, int pointer_alignment,
+                 Selection* out);
 
   const fusekit_variant_desc* table() const { return table_; }
   size_t size() const { return count_; }
@@ -131,6 +138,7 @@ class Package {
     CUcontext ctx = nullptr;
     DType dtype = DType::kF32;
     int bucket = 0;
+    int row_bucket = 0;
     int alignment = 0;
     Loaded* loaded = nullptr;
     int sm_count = 0;
