@@ -146,14 +146,22 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
           out.push_back(std::move(arch_variants[i]));
         }
       }
-      // Portable PTX: the generic variant and the newest arch's NVRTC winners.
+      // Portable PTX: the generic variant and the newest arch's NVRTC winners
+      // that the portable target can run (not rows split across a cluster).
+      const TemplateKind kind = cand.reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise;
+      int full_inputs = 0;
+      for (const auto& in : cand.inputs) full_inputs += in.full();
+      const ParamSpace portable = template_space(kind, *find_arch_limits(kPortablePtx), Backend::kNvrtc,
+                                                 static_cast<int>(dtype_bytes(dt)), full_inputs);
       const size_t begin = out.size();
       for (size_t i = 0; i < begin; ++i) {
         const Variant& w = out[i];
         if (w.cand != &cand || w.dtype != dt || w.sm != newest.number() || w.art.backend != "nvrtc") continue;
+        const Config schedule = Config::parse(w.schedule);
+        if (!w.record_id.empty() && !portable.legal(schedule)) continue;
         Variant p = w;
         p.sm = 0;
-        p.art = build_ptx(cand, dt, Config::parse(w.schedule),
+        p.art = build_ptx(cand, dt, schedule,
                           "fusekit_ptx_" + cand.name + "_" + dtype_name(dt) + "_" + std::to_string(out.size()));
         out.push_back(std::move(p));
       }

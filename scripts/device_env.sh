@@ -9,3 +9,15 @@ export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gn
 bin=.device/bin
 log="$out/log.txt"
 step() { echo "=== $* ($(date -u +%T))" | tee -a "$log"; }
+
+# build_package DIR RECORDS...: imports the JSONL records into a fresh
+# database and builds the sm_90 package from it in DIR.
+build_package() {
+  local pkg=$1 db=/tmp/package-records.db
+  shift
+  rm -rf "$pkg" "$db"
+  for r in "$@"; do "$bin/fusekit" db import --db "$db" "$r" >>"$log" 2>&1 || return 1; done
+  /usr/bin/time -f "build took %e s" "$bin/fusekit" build --arch sm_90 --db "$db" --out "$pkg" \
+    --runtime-lib .device/lib/libfusekit_runtime.a --runtime-include runtime/include \
+    --cuda-include /usr/local/cuda/include >>"$log" 2>&1
+}

@@ -2,7 +2,7 @@
 # The runtime issue's GPU steps in one call, plus the 64 M rows re-timed next
 # to copies of the same byte counts. Expects .device/ from
 # scripts/prepare_device.sh and the tuning records of a whole-catalog run
-# (gpu_session.sh's export) in $RECORDS. Writes at most 8 files under $OUT.
+# (gpu_session.sh's export) in $RECORDS (JSONL files, space-separated). Writes at most 8 files under $OUT.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 pkg=/tmp/pkg
@@ -28,11 +28,8 @@ done
 fi
 
 step package
-rm -rf "$pkg" /tmp/p.db
-"$bin/fusekit" db import --db /tmp/p.db "${RECORDS:?}" >>"$log" 2>&1
-/usr/bin/time -f "build took %e s" "$bin/fusekit" build --arch sm_90 --db /tmp/p.db --out "$pkg" \
-  --runtime-lib .device/lib/libfusekit_runtime.a --runtime-include runtime/include \
-  --cuda-include /usr/local/cuda/include >>"$log" 2>&1
+# shellcheck disable=SC2086
+build_package "$pkg" ${RECORDS:?}
 echo "build rc=$?" | tee -a "$log"
 du -sh "$pkg/lib"/* >>"$log" 2>&1
 

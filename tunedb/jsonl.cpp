@@ -30,6 +30,7 @@ size_t import_jsonl(TuneDb& db, const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       records.push_back(nlohmann::json::parse(line).get<TuningRecord>());
+      upgrade_record(&records.back());
     } catch (const nlohmann::json::exception& e) {
       throw UserError(path + ":" + std::to_string(lineno) + ": not a JSON record: " + e.what());
     } catch (const UserError& e) {

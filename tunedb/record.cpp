@@ -1,11 +1,13 @@
 #include "tunedb/record.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "common/errors.h"
+#include "fusekit/shape_bucket.h"
 
 namespace fusekit {
 
@@ -62,6 +64,26 @@ std::string utc_timestamp() {
   X(arch) X(gpu_name) X(sm_count) X(driver_version) X(cuda_version) X(halide_version)    \
   X(fusekit_version) X(host) X(backend) X(params) X(error) X(verify_error) X(median_us) \
   X(p20_us) X(p80_us) X(bandwidth_gbps) X(samples) X(timestamp)
+
+bool upgrade_record(TuningRecord* r) {
+  if (r->pipeline_text.rfind("layout rows;", 0) != 0 || r->shape_bucket.find(" cols<=") != std::string::npos)
+    return false;
+  // The shape, outermost first: "ROWSxCOLS".
+  const size_t x = r->shape.rfind('x');
+  if (x == std::string::npos) return false;
+  int64_t elements = 1, cols = 0;
+  size_t start = 0;
+  while (start <= r->shape.size()) {
+    const size_t end = std::min(r->shape.find('x', start), r->shape.size());
+    const std::string part = r->shape.substr(start, end - start);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 12) return false;
+    cols = std::stoll(part);
+    elements *= cols;
+    start = end + 1;
+  }
+  r->shape_bucket = shape_bucket_name(elements, cols);
+  return true;
+}
 
 void to_json(nlohmann::json& j, const TuningRecord& r) {
   j = nlohmann::json::object();

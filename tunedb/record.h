@@ -71,6 +71,12 @@ std::string new_record_id();
 // Current UTC time, ISO 8601.
 std::string utc_timestamp();
 
+// Brings a record from an older fusekit up to date; true when it changed.
+// Row reductions (pipeline text "layout rows; ...") bucketed by element
+// count alone get the row length added from their shape ("8192x4096" ->
+// "n<=2^25 cols<=2^12"); the measurement itself is untouched.
+bool upgrade_record(TuningRecord* r);
+
 void to_json(nlohmann::json& j, const TuningRecord& r);
 // Throws UserError naming the field when a required field is missing or mistyped.
 void from_json(const nlohmann::json& j, TuningRecord& r);

@@ -181,11 +181,27 @@ TEST_F(Package, RelativePathsWork) {
 }
 
 // A row reduction packages like a pointwise op: typed entry point with its
-// parameter and [rows, cols], a generic variant, portable PTX.
+// parameter and [rows, cols], a generic variant, portable PTX. A winner
+// whose rows are split across a thread-block cluster (sm_90) gets its cubin
+// but no portable PTX copy (compute_75 has no clusters).
 TEST_F(Package, RowReductionsPackageWithTheirParameters) {
   const std::string db = (dir_ / "rows.db").string();
   Result r = sh(std::string(FUSEKIT_BINARY) + " tune --arch sm_90 --pattern layernorm --sizes 256x1024 --budget 2 --db " + db);
   ASSERT_EQ(r.code, 0) << r.out;
+  const std::string jsonl = (dir_ / "rows.jsonl").string(), split_jsonl = (dir_ / "split.jsonl").string();
+  ASSERT_EQ(sh(std::string(FUSEKIT_BINARY) + " db export --db " + db + " " + jsonl).code, 0);
+  {
+    std::ifstream in(jsonl);
+    std::string line;
+    std::getline(in, line);
+    nlohmann::json rec = nlohmann::json::parse(line);
+    rec["id"] = std::string(32, 'a');
+    rec["params"] = "cache=8 fast=1 rows=1 split=4 threads=512 vec=4";
+    rec["shape"] = "64x65536";
+    rec["shape_bucket"] = "n<=2^22 cols<=2^16";
+    std::ofstream(split_jsonl) << rec.dump() << "\n";
+  }
+  ASSERT_EQ(sh(std::string(FUSEKIT_BINARY) + " db import --db " + db + " " + split_jsonl).code, 0);
   r = sh(std::string(FUSEKIT_BINARY) + " build --arch sm_90 --pattern layernorm --db " + db + " --out " +
          (dir_ / "rows_pkg").string());
   ASSERT_EQ(r.code, 0) << r.out;
@@ -197,15 +213,21 @@ TEST_F(Package, RowReductionsPackageWithTheirParameters) {
       << header;
   nlohmann::json m;
   std::ifstream(dir_ / "rows_pkg/share/fusekit_kernels/manifest.json") >> m;
-  int generic = 0, ptx = 0;
+  int generic = 0, ptx = 0, split_cubins = 0;
   for (const auto& v : m["variants"]) {
     generic += v["shape_bucket"] == "generic";
     ptx += v["image"] == "ptx";
+    if (v["params"].get<std::string>().find("split=4") != std::string::npos) {
+      EXPECT_EQ(v["image"], "cubin") << v;
+      EXPECT_EQ(v["shape_bucket"], "n<=2^22 cols<=2^16") << v;
+      ++split_cubins;
+    }
     if (v["backend"] == "nvrtc") EXPECT_NE(v["params"].get<std::string>().find("cache="), std::string::npos) << v;
     else EXPECT_EQ(v["params"].get<std::string>().rfind("threads=", 0), 0u) << v;  // the Halide schedule
   }
   EXPECT_GE(generic, 1);
   EXPECT_GE(ptx, 1);
+  EXPECT_EQ(split_cubins, 1);
 }
 
 TEST_F(Package, BuildErrorsNameWhatIsMissing) {

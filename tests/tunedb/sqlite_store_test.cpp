@@ -89,6 +89,33 @@ TEST_F(TuneDbTest, MergeAndImportAreIdempotent) {
   EXPECT_EQ(c->size(), 3u);
 }
 
+// Row-op records from before row lengths were bucketed get them on import.
+TEST_F(TuneDbTest, ImportAddsTheRowLengthToOldRowRecords) {
+  TuningRecord rows = record("nvrtc", 5);
+  rows.pipeline_text = "layout rows; dtype f32; input x; out = x";
+  rows.shape = "8192x4096";
+  rows.shape_bucket = "n<=2^25";
+  TuningRecord flat = record("nvrtc", 6);
+  {
+    std::ofstream out(path("old.jsonl"));
+    out << nlohmann::json(rows).dump() << "\n" << nlohmann::json(flat).dump() << "\n";
+  }
+  auto db = open_sqlite_db(path("new.db"));
+  EXPECT_EQ(import_jsonl(*db, path("old.jsonl")), 2u);
+  for (const auto& r : db->all())
+    EXPECT_EQ(r.shape_bucket, r.id == rows.id ? "n<=2^25 cols<=2^12" : "n<=2^12") << r.shape;
+  // Up-to-date and malformed records stay as they are.
+  rows.shape_bucket = "n<=2^25 cols<=2^12";
+  EXPECT_FALSE(upgrade_record(&rows));
+  rows.shape_bucket = "n<=2^25";
+  rows.shape = "8192x";
+  EXPECT_FALSE(upgrade_record(&rows));
+  EXPECT_EQ(rows.shape_bucket, "n<=2^25");
+  rows.shape = "3000x3001";
+  EXPECT_TRUE(upgrade_record(&rows));
+  EXPECT_EQ(rows.shape_bucket, "n<=2^24 cols<=2^12");
+}
+
 TEST_F(TuneDbTest, BadImportLineNamesTheLineAndWritesNothing) {
   auto db = open_sqlite_db(path("a.db"));
   db->commit({record("nvrtc", 1)});

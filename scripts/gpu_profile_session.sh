@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The package of $RECORDS (JSONL files, space-separated) on the GPU: built,
+# every kernel verified through the C API (cubins, then PTX), memcheck, and
+# the profiling figures of every op (bench/profile_kernels.py: wall time per
+# call, CUDA events, Nsight Compute). Expects .device/ from
+# scripts/prepare_device.sh. Writes at most 8 files under $OUT.
+set -uo pipefail
+source "$(dirname "$0")/device_env.sh"
+pkg=/tmp/pkg
+
+step environment
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; ncu --version | tail -1; } >>"$log" 2>&1
+
+step package
+# shellcheck disable=SC2086
+build_package "$pkg" ${RECORDS:?}
+echo "build rc=$?" | tee -a "$log"
+
+step every kernel of the package against the CPU reference, cubins then PTX
+{ timeout ${VERIFY_TIMEOUT:-150} "$bin/fusekit" verify --package "$pkg" --max-elements ${VERIFY_MAX:-17000000}
+  echo "verify rc=$?"
+  FUSEKIT_PTX_ONLY=1 timeout ${VERIFY_TIMEOUT:-150} "$bin/fusekit" verify --package "$pkg" --max-elements 1100000
+  echo "verify ptx rc=$?"; } >"$out/verify_package.txt" 2>&1
+grep "rc=\|checks" "$out/verify_package.txt" | tee -a "$log"
+
+step memcheck of the package up to 1 M elements
+timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fusekit" verify \
+  --package "$pkg" --max-elements 1100000 >"$out/memcheck.txt" 2>&1
+echo "memcheck rc=$?" | tee -a "$log"
+grep "ERROR SUMMARY\|checks" "$out/memcheck.txt" | tee -a "$log"
+
+step wall time per call and CUDA events
+timeout ${CALLS_TIMEOUT:-150} python3 bench/profile_kernels.py calls --package "$pkg" --out "$out/calls.json" >>"$log" 2>&1
+echo "calls rc=$?" | tee -a "$log"
+
+step nsight compute
+timeout ${NCU_TIMEOUT:-200} ncu --clock-control none --nvtx --nvtx-include "fk/" --csv --page raw --metrics \
+  gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct \
+  python3 bench/profile_kernels.py ncu --package "$pkg" >"$out/ncu.csv" 2>>"$log"
+echo "ncu rc=$?" | tee -a "$log"
+python3 bench/profile_kernels.py merge --calls "$out/calls.json" --ncu "$out/ncu.csv" --out "$out/profile.json" \
+  --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee -a "$log"
+step done
