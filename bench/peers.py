@@ -15,7 +15,7 @@ every intermediate and is not a sharper reference.
 Ops: the pointwise catalog at 4096, 65536, 1048576 and 67108864 elements, and
 the row reductions (softmax, log_softmax, layernorm, rmsnorm, add_layernorm,
 add_rmsnorm, bias_add_softmax) at 256x1024, 32768x1024, 8192x4096, 4096x16384
-and 1024x65536. The row ops were added after the last GPU run of this script.
+and 1024x65536.
 
 Timing: kernel time by CUDA events around each call after warm-up, median and
 p20/p80 of many calls, inputs rotated over enough copies to exceed L2; per-call
@@ -28,6 +28,7 @@ import ctypes
 import json
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -217,7 +218,6 @@ def kernel_times(fn_per_set, reps):
 
 
 def per_call_us(fn, calls=10000):
-    import time
     for _ in range(50):
         fn()
     torch.cuda.synchronize()
@@ -262,7 +262,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="two sizes, fewer repetitions")
     ap.add_argument("--ops", default="", help="comma-separated subset of the ops")
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="seconds: start no new op after this (the rest are listed as skipped); 0 = none")
     a = ap.parse_args()
+    t_start = time.monotonic()
+    skipped = []
     torch.backends.cuda.matmul.allow_tf32 = False
     fk = Fusekit(a.package)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -274,6 +278,9 @@ def main():
     torch._dynamo.config.cache_size_limit = 256
     for op, (layout, names, params, eager) in OPS.items():
         if a.ops and op not in a.ops.split(","):
+            continue
+        if a.deadline and time.monotonic() - t_start > a.deadline:
+            skipped.append(op)
             continue
         scripted = torch.jit.script(eager)
         compiled = torch.compile(eager, dynamic=False)
@@ -341,7 +348,13 @@ def main():
                 # After every row, so a run cut short keeps what it measured.
                 with open(a.out, "w") as f:
                     json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                               "results": results}, f, indent=1)
+                               "seconds": time.monotonic() - t_start, "results": results}, f, indent=1)
+    if skipped:
+        print("deadline of %.0f s passed: not run: %s" % (a.deadline, " ".join(skipped)), flush=True)
+        with open(a.out, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "seconds": time.monotonic() - t_start, "skipped_ops": skipped, "results": results}, f,
+                      indent=1)
     # Summary: ratios at the largest size, geometric means.
     print("\n%-22s %-4s %10s %10s %10s" % ("op", "dtype", "fk/ind", "fk/eager", "x copy"))
     ratios_ind, ratios_eager = [], []
@@ -358,6 +371,7 @@ def main():
     if ratios_ind:
         print("geometric mean speedup: %.2fx over Inductor, %.2fx over eager" % (
             statistics.geometric_mean(ratios_ind), statistics.geometric_mean(ratios_eager)))
+    print("whole suite: %.0f s" % (time.monotonic() - t_start))
 
 
 if __name__ == "__main__":

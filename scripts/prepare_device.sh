@@ -10,7 +10,7 @@ for b in cli/fusekit tests/gpu_test bench/copy_bandwidth bench/dispatch_bench; d
   strip -o "$root/.device/bin/$(basename "$b")" "$root/$build/$b"
 done
 mkdir -p "$root/.device/lib"
-cp "$root/$build/runtime/libfusekit_runtime.a" "$root/.device/lib/"
+strip --strip-debug -o "$root/.device/lib/libfusekit_runtime.a" "$root/$build/runtime/libfusekit_runtime.a"
 cd "$root/.device/debs"
 for p in libhalide14-0 libllvm14 libz3-4 libboost-program-options1.74.0 libicu72 libxxhash0 \
   libffi8 libedit2 libxml2 libtinfo6 libbsd0 libmd0 libbenchmark1debian; do
