@@ -21,25 +21,35 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
 #   compute-sanitizer --tool memcheck fusekit verify --arch sm_90 --dtype f32,bf16 --sizes 4096,65536 --db /tmp/h200.db
 # gpu_package_session.sh first runs copy_bandwidth at 128, 192, 256, 384, 512 and 1024 MiB and
 #   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
-  --rows-run 0204f8f "$r-0204f8f-rows-records.jsonl" "$r-0204f8f-rows-copy.jsonl" \
-  --rows-run 1005d24 "$r-1005d24-rows-records.jsonl" "$r-1005d24-rows-copy.jsonl" \
-  --rows-gpu-test "$r-0204f8f-rows-gpu_test.json,$r-1005d24-rows-gpu_test.json" \
-  --rows-memcheck "$r-0204f8f-rows-memcheck.txt" --rows-notes docs/performance_rows_notes.md \
-  --rows-command "scripts/prepare_device.sh build && TUNE_TIMEOUT=270 TEST_TIMEOUT=150 MEMCHECK_TIMEOUT=60 \\
-  bash scripts/gpu_reduction_session.sh                                            # run 0204f8f
-# = gpu_test; copy_bandwidth at 64-1024 MiB; fusekit tune --arch sm_90 --pattern softmax,log_softmax,layernorm,
-#   rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax --dtype f32,bf16 --backend nvrtc --budget 16
-#   (shapes 256x1024 32768x1024 8192x4096 4096x16384 1024x65536 3000x3001); memcheck of fusekit verify
-# run 1005d24 (after the measurer fix), on the H200:
-#   gpu_test; fusekit tune --arch sm_90 --pattern add_layernorm,add_rmsnorm --dtype f32,bf16 --backend nvrtc \\
-#   --budget 16; copy_bandwidth 256, 512, 1024 MiB" \
+  --rows-run bb06126+4817c18 "$r-bb06126-rows-records.jsonl" "$r-bb06126-rows-copy.jsonl" \
+  --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt" --rows-notes docs/performance_rows_notes.md \
+  --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
+  bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
+scripts/prepare_device.sh build && SKIP_TESTS=1 BACKENDS=nvrtc TUNE_TIMEOUT=400 MEMCHECK_TIMEOUT=100 BUDGET=20 \\
+  bash scripts/gpu_reduction_session.sh                                           # run 4817c18, 4 min 36 s
+# = gpu_test (bb06126); copy_bandwidth at 64-1024 MiB; fusekit tune --arch sm_90 --pattern softmax,log_softmax,
+#   layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax --dtype f32,bf16 --backend nvrtc,halide (bb06126;
+#   4817c18: nvrtc) (shapes 256x1024 32768x1024 8192x4096 4096x16384 1024x65536 3000x3001); compute-sanitizer
+#   memcheck of fusekit verify of every winner at 256x1024, 3000x3001 (and 9x65537 in 4817c18).
+# 4817c18 changed the bf16 seeds (half the threads, twice the cached vectors); the two runs' records are
+# imported into one database, so each shape bucket's winner is the faster of the two runs." \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --peers 261f2b1 "$r-261f2b1-peers.json" --plots img \
-  --peers-command "# at 261f2b1, in one device call after the runtime session:
-scripts/prepare_device.sh build && export RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl
-SKIP_TUNE=1 bash scripts/gpu_package_session.sh; PEERS_TIMEOUT=420 bash scripts/gpu_peers_session.sh
-# = fusekit build --arch sm_90 (run a11723e's records), then
-#   python3 bench/peers.py --package /tmp/pkg --out peers.json      (2 min 24 s on the H200)
-# bench/peers.py had the pointwise ops only then; its row ops have not run yet."
+  --profile "$r-35bdc8c-profile-profile.json" \
+  --profile-command "scripts/prepare_device.sh build && R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \\
+  \$R-a2a0ff6-64m-records.jsonl \$R-bb06126-rows-records.jsonl \$R-4817c18-rows-records.jsonl\" \\
+  bash scripts/gpu_profile_session.sh                                             # run 35bdc8c, 2 min 11 s
+# = fusekit build --arch sm_90 from those records (pointwise: a11723e and a2a0ff6-64m; rows: bb06126, 4817c18);
+#   fusekit verify --package (cubins up to 17 M elements: 126 checks, 0 failed; PTX: 84 checks, 0 failed);
+#   compute-sanitizer memcheck of verify --package up to 1.1 M elements (84 checks, 0 errors);
+#   python3 bench/profile_kernels.py calls; ncu --clock-control none --nvtx --nvtx-include fk/ ... ncu; merge" \
+  --peers be00df7 "$r-be00df7-peers-peers.json,$r-be00df7-peers2-peers.json" --plots img \
+  --peers-notes docs/performance_peers_notes.md \
+  --peers-command "# the package of the profile run, at be00df7 (peers.py unchanged since):
+scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"(as above)\"
+PEERS_TIMEOUT=530 PEERS_ARGS=\"--deadline 440\" bash scripts/gpu_peers_session.sh     # 480 s; 12 of 14 ops
+PEERS_TIMEOUT=200 PEERS_ARGS=\"--ops add_rmsnorm,bias_add_softmax\" bash scripts/gpu_peers_session.sh  # 114 s
+# = python3 bench/peers.py --package /tmp/pkg --out peers.json [--deadline 440 | --ops ...]"

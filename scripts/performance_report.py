@@ -37,7 +37,10 @@ def main():
     ap.add_argument("--rows-notes", default="")
     ap.add_argument("--peers", nargs=2, default=None, metavar=("LABEL", "PEERS_JSON"))
     ap.add_argument("--peers-command", default="")
+    ap.add_argument("--peers-notes", default="", help="hand-written analysis appended to the peers section")
     ap.add_argument("--plots", default="", help="folder for the peers plots (PNG), relative to the doc")
+    ap.add_argument("--profile", default="", help="bench/profile_kernels.py merge output")
+    ap.add_argument("--profile-command", default="")
     a = ap.parse_args()
 
     runs = []
@@ -182,8 +185,10 @@ def main():
         rows_section(w, a)
     if a.package_run:
         runtime_section(w, a.package_run)
+    if a.profile:
+        profile_section(w, a.profile, a.profile_command)
     if a.peers:
-        peers_section(w, a.peers[0], a.peers[1], a.peers_command, a.doc, a.plots)
+        peers_section(w, a.peers[0], a.peers[1], a.peers_command, a.doc, a.plots, a.peers_notes)
     w("")
     with open(a.doc, "w") as f:
         f.write("\n".join(out))
@@ -191,23 +196,30 @@ def main():
 
 def rows_section(w, a):
     """Row reductions: winners per op, dtype and shape against copies of the
-    same traffic (copies of all row runs pooled, medians per size)."""
+    same traffic (copies of all row runs pooled, medians per size). Runs given
+    under one label pool their records, as one tuning database holds them:
+    the best record per shape wins, whichever run measured it."""
     by_key, copies = {}, collections.defaultdict(list)
     labels = []
+    pooled = collections.OrderedDict()
     for label, rec_path, copy_path in a.rows_run:
-        labels.append(label)
-        keys = collections.defaultdict(list)
+        if label not in pooled:
+            pooled[label] = collections.defaultdict(list)
+            labels.append(label)
+        run = os.path.basename(rec_path).split("-")[4] if rec_path.count("-") >= 4 else label
         for l in open(rec_path):
             if l.strip():
                 r = json.loads(l)
                 if r["shape"] != "any":
-                    keys[(r["pattern"], r["dtype"], r["shape"])].append(r)
-        for k, rs in keys.items():
-            by_key[k] = (label, rs)
+                    r["run"] = run
+                    pooled[label][(r["pattern"], r["dtype"], r["shape"])].append(r)
         for l in open(copy_path):
             if l.strip():
                 c = json.loads(l)
                 copies[c["bytes"]].append(c["copy_gbps_median"])
+    for label, keys in pooled.items():
+        for k, rs in keys.items():
+            by_key[k] = (label, rs)
     one_gib = statistics.median(copies[1 << 30])
     rows = []
     for (op, dt, shape), (label, rs) in by_key.items():
@@ -215,13 +227,14 @@ def rows_section(w, a):
         if not ok:
             continue
         b = min(ok, key=lambda r: r["median_us"])
+        halide = [r["median_us"] for r in ok if r["backend"] == "halide"]
         traffic = b["bandwidth_gbps"] * b["median_us"] * 1e3
         near = [n for n in copies if abs(2 * n - traffic) <= 0.06 * traffic]
         same = statistics.median(copies[near[0]]) if near else None
-        rows.append({"op": op, "dtype": dt, "shape": shape, "run": label, "params": b["params"],
+        rows.append({"op": op, "dtype": dt, "shape": shape, "run": b["run"], "params": b["params"],
                      "us": b["median_us"], "p20": b["p20_us"], "p80": b["p80_us"], "gbps": b["bandwidth_gbps"],
                      "same": b["bandwidth_gbps"] / same if same else None, "gib": b["bandwidth_gbps"] / one_gib,
-                     "failed": len(rs) - len(ok), "measured": len(ok)})
+                     "halide": min(halide) if halide else None, "failed": len(rs) - len(ok), "measured": len(ok)})
     order = ["256x1024", "32768x1024", "8192x4096", "4096x16384", "1024x65536", "3000x3001"]
     ops = []
     for r in rows:
@@ -235,8 +248,8 @@ def rows_section(w, a):
     w("```\n%s\n```\n" % a.rows_command)
     w("Every candidate verified against the Halide pipeline evaluated in double on the CPU (inputs in [-3, 3),")
     w("the odd shape 97x1001 and every timed shape), with f32 tolerances widened by 1 + sqrt(cols)/16. Times are")
-    w("the best of 16 schedules per op, dtype and shape (NVRTC backend; the Halide reduction schedule came after")
-    w("these runs and has not run on a GPU yet);")
+    w("the best measured schedule per op, dtype and shape over the runs listed (NVRTC schedules; the Halide")
+    w("column is the best Halide schedule, f32 only: Halide 14 cannot build bf16 kernels);")
     w("fractions are of a device copy of the same traffic (copies of runs %s pooled) and of a 1 GiB copy"
       % ", ".join(labels))
     w("(%.0f GB/s).\n" % one_gib)
@@ -255,23 +268,23 @@ def rows_section(w, a):
         w("- %s: %d of %d; per shape, at 0.90 / all (range of × same-bytes copy): %s." % (
             dt, sum((r["same"] or 0) >= 0.90 for r in these), len(these), "; ".join(parts)))
     w("\nBold: below 0.90 at the four large shapes.\n")
-    w("| op | dtype | shape | run | params | median µs | p20-p80 µs | GB/s | × copy, same bytes | × copy, 1 GiB |")
-    w("|---|---|---|---|---|---:|---:|---:|---:|---:|")
+    w("| op | dtype | shape | run | params | median µs | p20-p80 µs | GB/s | × copy, same bytes | × copy, 1 GiB | best Halide µs |")
+    w("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         same = "-" if r["same"] is None else ("%.3f" % r["same"] if r["same"] >= 0.90 or r["shape"] not in order[1:5]
                                               else "**%.3f**" % r["same"])
-        w("| %s | %s | %s | %s | `%s` | %.1f | %.1f-%.1f | %.0f | %s | %.3f |" % (
+        w("| %s | %s | %s | %s | `%s` | %.1f | %.1f-%.1f | %.0f | %s | %.3f | %s |" % (
             r["op"], r["dtype"], r["shape"], r["run"], r["params"], r["us"], r["p20"], r["p80"], r["gbps"], same,
-            r["gib"]))
+            r["gib"], "-" if r["halide"] is None else "%.1f" % r["halide"]))
     if a.rows_gpu_test:
         w("")
-        for label, path in zip(labels, a.rows_gpu_test.split(",")):
+        for path in a.rows_gpu_test.split(","):
             j = json.load(open(path))
-            w("- GPU tests, run %s: %d tests, %d failures." % (label, j["tests"], j["failures"]))
-    if a.rows_memcheck:
-        lines = [l.strip() for l in open(a.rows_memcheck) if "checks," in l or "ERROR SUMMARY" in l]
-        w("- memcheck, run %s (`fusekit verify` of every winner at 256x1024 and 3000x3001): `%s`" % (
-            labels[0], "`, `".join(lines)))
+            w("- GPU tests, `%s`: %d tests, %d failures." % (os.path.basename(path), j["tests"], j["failures"]))
+    for path in filter(None, a.rows_memcheck.split(",")):
+        lines = [l.strip() for l in open(path) if "checks," in l or "ERROR SUMMARY" in l]
+        w("- memcheck of every winner (`fusekit verify` under compute-sanitizer), `%s`: `%s`" % (
+            os.path.basename(path), "`, `".join(lines)))
     if a.rows_notes:
         w("")
         w(open(a.rows_notes).read().rstrip())
@@ -323,13 +336,54 @@ def runtime_section(w, package_runs):
         w("")
 
 
-def peers_section(w, label, path, command, doc, plots):
-    import math
+ROW_OPS = {"softmax", "log_softmax", "layernorm", "rmsnorm", "add_layernorm", "add_rmsnorm", "bias_add_softmax"}
+
+
+def profile_section(w, path, command):
+    """Per fusekit kernel of the package: Nsight Compute and wall-time figures
+    (bench/profile_kernels.py)."""
     data = json.load(open(path))
-    res = data["results"]
+    cases = data["cases"]
+    w("\n## Profile of every packaged kernel (Nsight Compute)\n")
+    w("```\n%s\n```\n" % command)
+    w("Per op and dtype at its largest sizes and its smallest, the package's own kernel as an application")
+    w("calls it. Kernel µs: `gpu__time_duration` (ncu, clocks not locked). Wall µs: host time per call over")
+    w("2000 back-to-back calls with one synchronize. Launch share: 1 − kernel / wall, the part of a call the")
+    w("GPU is not running the kernel (target < 5 %). Bandwidth: DRAM bytes read + written (ncu) / kernel time;")
+    w("× copy: CUDA-event time of a device copy of the same bytes / kernel time (target > 0.80; the copy's")
+    w("event time includes its launch, so small sizes exceed 1). Occupancy: achieved")
+    w("(`sm__warps_active.avg.pct_of_peak_sustained_active`, target > 60 %) and theoretical.\n")
+    big = [c for c in cases if c["kernel_us"] > 20]
+    ok = lambda c: c["launch_overhead_share"] < 0.05 and c["fraction_of_copy"] > 0.80 and c["achieved_occupancy_pct"] > 60
+    w("Kernels over 20 µs: %d; launch share under 5 %%: %d; over 0.80 of copy: %d; occupancy over 60 %%: %d;"
+      % (len(big), sum(c["launch_overhead_share"] < 0.05 for c in big), sum(c["fraction_of_copy"] > 0.80 for c in big),
+         sum(c["achieved_occupancy_pct"] > 60 for c in big)))
+    w("all three: %d. Kernels under 20 µs (the smallest sizes) are launch-bound by nature: there the per-call" %
+      sum(ok(c) for c in big))
+    w("comparison against PyTorch below is the figure that matters.\n")
+    w("| op | dtype | shape | kernel µs | wall µs | launch share | DRAM GB/s | × copy | occupancy % | theoretical % |")
+    w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for c in cases:
+        flag = lambda good, text: text if good or c["kernel_us"] <= 20 else "**%s**" % text
+        w("| %s | %s | %s | %.1f | %.1f | %s | %.0f | %s | %s | %.1f |" % (
+            c["op"], c["dtype"], c["shape"], c["kernel_us"], c["wall_us_per_call"],
+            flag(c["launch_overhead_share"] < 0.05, "%.1f %%" % (100 * c["launch_overhead_share"])),
+            c["achieved_gbps"], flag(c["fraction_of_copy"] > 0.80, "%.3f" % c["fraction_of_copy"]),
+            flag(c["achieved_occupancy_pct"] > 60, "%.1f" % c["achieved_occupancy_pct"]),
+            c["theoretical_occupancy_pct"]))
+    w("")
+
+
+def peers_section(w, label, path, command, doc, plots, notes=""):
+    import math
+    parts = [json.load(open(p)) for p in path.split(",")]
+    data = parts[0]
+    res = [r for d in parts for r in d["results"]]
     impls = ["fusekit", "eager", "torchscript", "inductor", "inductor_max_autotune", "copy"]
     w("\n## Against PyTorch (run %s)\n" % label)
-    w("%s, PyTorch %s, one process, one call:\n" % (data["gpu"], data["torch"]))
+    w("%s, PyTorch %s; %s:\n" % (data["gpu"], data["torch"], "one process, one call" if len(parts) == 1 else
+                                 "%d calls of %s s" % (len(parts), " + ".join("%.0f" % d.get("seconds", 0)
+                                                                              for d in parts))))
     w("```\n%s\n```\n" % command)
     w("fusekit runs through the emitted package's C ABI (`fusekit_launch` via ctypes) on PyTorch's stream.")
     w("Every fusekit output was checked against eager run on the inputs widened to f32 and rounded once to the")
@@ -375,7 +429,8 @@ def peers_section(w, label, path, command, doc, plots):
     w("side would (an earlier run, `fc2b3b4`, looked the stream up through `torch.cuda.current_stream()` on")
     w("every call and lost to TorchScript in several cases). The C++ call itself adds about 0.1 µs to a raw")
     w("launch (runtime section).\n")
-    w("Not measured yet: the Nsight Compute figures (launch-overhead share, achieved occupancy per kernel).\n")
+    if notes:
+        w(open(notes).read().rstrip() + "\n")
     if plots:
         try:
             import matplotlib
@@ -389,15 +444,26 @@ def peers_section(w, label, path, command, doc, plots):
         for op in dict.fromkeys(r["op"] for r in res):
             fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
             for ax, dt in zip(axes, ("f32", "bf16")):
-                rows = sorted((r for r in res if r["op"] == op and r["dtype"] == dt), key=lambda r: r["elements"])
+                rows = [r for r in res if r["op"] == op and r["dtype"] == dt]
+                # Row ops: one point per [rows, cols] shape in run order (two
+                # shapes can hold the same element count); others by size.
+                by_shape = "x" in rows[0]["shape"] and rows[0]["shape"].count("x") == 1 and op in ROW_OPS
+                if not by_shape:
+                    rows.sort(key=lambda r: r["elements"])
                 for k in impls:
-                    pts = [(r["elements"], r["impls"][k]["gbps"]) for r in rows if k in r["impls"]]
+                    pts = [(i if by_shape else r["elements"], r["impls"][k]["gbps"])
+                           for i, r in enumerate(rows) if k in r["impls"]]
                     if pts:
                         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=k,
                                 linestyle="--" if k == "copy" else "-")
-                ax.set_xscale("log", base=2)
+                if by_shape:
+                    ax.set_xticks(range(len(rows)))
+                    ax.set_xticklabels([r["shape"] for r in rows], rotation=30, fontsize=7)
+                    ax.set_xlabel("rows x cols")
+                else:
+                    ax.set_xscale("log", base=2)
+                    ax.set_xlabel("elements")
                 ax.set_title("%s %s" % (op, dt))
-                ax.set_xlabel("elements")
                 ax.grid(alpha=0.3)
             axes[0].set_ylabel("GB/s (kernel time by events)")
             axes[1].legend(fontsize=7)

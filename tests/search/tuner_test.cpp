@@ -48,8 +48,11 @@ TEST(Tuner, RecordsEveryCandidateAsModeledWithoutAGpu) {
   }
   auto best = db->best({task.pipeline_hash, "f16", shape_bucket_name(1 << 20), "sm_86"});
   ASSERT_TRUE(best.has_value());
-  for (const auto& r : db->all())
-    if (r.shape_bucket == best->shape_bucket) EXPECT_LE(best->median_us, r.median_us);
+  for (const auto& r : db->all()) {
+    if (r.shape_bucket == best->shape_bucket) {
+      EXPECT_LE(best->median_us, r.median_us);
+    }
+  }
   std::filesystem::remove(path);
 }
 
