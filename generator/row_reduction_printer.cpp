@@ -130,7 +130,8 @@ class HoistRowDivisors : public Halide::Internal::IRMutator {
   using IRMutator::visit;
   Expr visit(const Halide::Internal::Div* op) override {
     const Expr a = mutate(op->a);
-    if (op->type != Halide::Float(32) || !row_invariant(op->b, reductions_)) return a / mutate(op->b);
+    if (op->type != Halide::Float(32) || !row_invariant(op->b, reductions_))
+      return Halide::Internal::Div::make(a, mutate(op->b));
     size_t i = 0;
     while (i < divisors.size() && !Halide::Internal::graph_equal(divisors[i], op->b)) ++i;
     if (i == divisors.size()) {
