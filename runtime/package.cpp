@@ -108,8 +108,8 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
       continue;
     }
     // Row steps: 0 for a variant of any row length or the exact one, 1 when
-    // the call's row length is unknown, else 2 per doubling (one less
-    // toward longer rows).
+    // the call's row length is unknown, else 4 per doubling (2 less toward
+    // longer rows); any row step outweighs every element-count step.
     const int row_steps = v.row_log2 < 0 ? 0 : rb < 0 ? 1 : 2 * steps(v.row_log2, rb);
     const int d = row_steps * 256 + steps(v.bucket_log2, b);
     if (d == 0) {
