@@ -275,12 +275,12 @@ int cmd_db(const po::variables_map& vm, const std::vector<std::string>& rest) {
   RecordFilter f;
   if (vm.count("pattern")) f.pattern = split_list(vm["pattern"].as<std::vector<std::string>>()).at(0);
   if (vm.count("arch")) f.arch = require_arch(vm["arch"].as<std::string>()).arch.name();
-  std::printf("%-22s %-4s %-12s %-6s %-7s %-13s %-36s %10s %10s %9s %s\n", "pattern", "dtype", "shape", "arch",
+  std::printf("%-22s %-4s %-12s %-6s %-7s %-13s %-48s %10s %10s %9s %s\n", "pattern", "dtype", "shape", "arch",
               "backend", "status", "params", "median_us", "p20-p80", "GB/s", "gpu");
   for (const auto& r : db->all(f)) {
     char spread[32];
     std::snprintf(spread, sizeof(spread), "%.2f-%.2f", r.p20_us, r.p80_us);
-    std::printf("%-22s %-4s %-12s %-6s %-7s %-13s %-36s %10.2f %10s %9.1f %s\n", r.pattern.c_str(), r.dtype.c_str(),
+    std::printf("%-22s %-4s %-12s %-6s %-7s %-13s %-48s %10.2f %10s %9.1f %s\n", r.pattern.c_str(), r.dtype.c_str(),
                 r.shape.c_str(), r.arch.c_str(), r.backend.c_str(), record_status_name(r.status), r.params.c_str(),
                 r.median_us, spread, r.bandwidth_gbps, r.gpu_name.c_str());
   }
@@ -340,7 +340,7 @@ int cmd_verify(const po::variables_map& vm) {
           ++checked;
           const bool ok = m.status == RecordStatus::kOk;
           failed += !ok;
-          std::printf("%-22s %-4s %-7s %-36s %-12s %s %s\n", cand.name.c_str(), dtype_name(dt),
+          std::printf("%-22s %-4s %-7s %-48s %-12s %s %s\n", cand.name.c_str(), dtype_name(dt),
                       backend_name(winners[i].backend), winners[i].config.to_string().c_str(), p.shape_text.c_str(),
                       ok ? "ok" : record_status_name(m.status), ok ? "" : m.error.c_str());
         }
