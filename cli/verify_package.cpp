@@ -76,8 +76,8 @@ std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, in
     const int64_t lo_n = int64_t{1} << std::max(k - 1, 0), hi_n = int64_t{1} << k;
     for (int64_t rows = 1; rows <= hi_n / lo_cols; rows += 2) {
       const int64_t hi = std::min(hi_cols, hi_n / rows), lo = std::max(lo_cols, lo_n / rows);
-      const int64_t cols = odd_at_most(std::max<int64_t>(1, std::min(hi, hi - hi / 8 > lo ? hi - hi / 8 : hi)));
-      if (cols > lo && cols <= hi && (row_k > 0 || cols == 1)) return {cols, rows};
+      const int64_t cols = odd_at_most(std::max<int64_t>(1, hi - hi / 8 > lo ? hi - hi / 8 : hi));
+      if (cols > lo && cols <= hi) return {cols, rows};
     }
     return {odd_in(row_k), odd_at_most(std::max<int64_t>(1, target / odd_in(row_k)))};
   }
