@@ -9,10 +9,9 @@
 //           law need (per-SM bandwidth * 600 ns), capped at 1.
 //   tail    wave quantization: ceil(waves) / waves for a one-shot grid with
 //           fewer than ~8 waves; 1 for grid-stride.
-// Row reductions (configs without `ept`): blocks of threads * rows threads,
-// one per `rows` rows; vectors in flight per thread min(cache, chunks of the
-// row) or 1; rows longer than the cache read twice; threads beyond the row's
-// vectors idle (utilization cols / (threads * vec)).
+// Row reductions (configs without `ept`): see predict_row_reduction. Both
+// models are checked against the H200 measurements in bench/results by
+// bench/model_regret and tests/search/model_regret_test.cpp.
 // It ranks schedules; its absolute numbers are estimates and are stored with
 // status "modeled", never as measurements.
 #include <algorithm>
@@ -35,7 +34,7 @@ class AnalyticCostModel final : public CostModel {
     const double n = static_cast<double>(problem.elements());
     for (const auto& c : batch) {
       if (!c.config.values().count("ept")) {  // a row reduction (NVRTC or Halide schedule)
-        out.push_back(predict_row_reduction(problem, bytes, bytes_per_element, tensors, c.config));
+        out.push_back(predict_row_reduction(problem, bytes, bytes_per_element, c.config));
         continue;
       }
       const double threads = static_cast<double>(c.config.get("threads"));
@@ -65,32 +64,82 @@ class AnalyticCostModel final : public CostModel {
   void update(const std::vector<Candidate>&, const std::vector<double>&) override {}
 
  private:
-  double predict_row_reduction(const Problem& problem, double bytes, size_t bytes_per_element, double tensors,
-                               const Config& c) const {
+  // Row reductions. A block (or a cluster of `split` blocks) owns `rows`
+  // rows at a time and takes each through dependent phases: load, one
+  // combine per reduction, store. Two limits, combined as a 3-norm (the
+  // larger dominates; a close second still costs):
+  //   bandwidth  bytes (twice for a row longer than the registers hold) at
+  //              the DRAM rate scaled by access width, idle threads and the
+  //              bytes in flight per SM (Little's law, as for pointwise);
+  //   latency    rows per SM / rows resident per SM x one row's phases.
+  // Residency follows threads and an estimate of registers: 32 plus, per
+  // element a thread holds, its storage and one f32 for the math.
+  // The Halide schedule (`threads` only): one block per row, scalar accesses,
+  // every pass reading the row again, each reduction's `threads` partials
+  // combined by one thread.
+  double predict_row_reduction(const Problem& problem, double bytes, size_t bytes_per_element, const Config& c) const {
     const double cols = static_cast<double>(problem.domain.at(0));
     const double rows = problem.domain.size() > 1 ? static_cast<double>(problem.domain[1]) : 1.0;
-    // The Halide schedule has `threads` only: one row per block, scalar
-    // accesses, every pass reading the row again.
+    const bool halide = !c.values().count("cache");
     const double threads = static_cast<double>(c.get("threads")), per_block = static_cast<double>(c.get_or("rows", 1));
     const double vec = static_cast<double>(c.get_or("vec", 1)), cache = static_cast<double>(c.get_or("cache", 0));
     const double split = static_cast<double>(c.get_or("split", 1));  // blocks per row
-    const double access_bytes = vec * static_cast<double>(bytes_per_element);
+    const double elem = static_cast<double>(bytes_per_element);
+    double full_inputs = 0;  // inputs of the whole [rows, cols] shape
+    for (const auto& d : problem.input_dims) {
+      double n = 1;
+      for (int64_t e : d) n *= static_cast<double>(e);
+      full_inputs += n == cols * rows ? 1 : 0;
+    }
+    full_inputs = std::max(1.0, full_inputs);
+    const double access_bytes = vec * elem;
     const double access = access_bytes >= 16 ? 1.0 : access_bytes >= 8 ? 0.95 : access_bytes >= 4 ? 0.85 : 0.7;
-    const double chunks = std::ceil(cols / (threads * split * vec));
-    const bool cached = cache > 0 && cols <= threads * split * vec * cache;
+    const double per_pass = threads * split * vec;  // columns one pass of the block(s) covers
+    const double chunks = std::ceil(cols / per_pass);
+    const bool cached = !halide && cache > 0 && cols <= per_pass * cache;
+    // Useful lanes over all passes: a row of 3001 in passes of 2048 leaves
+    // a quarter of the lanes idle.
+    const double utilization = cols / (chunks * per_pass);
+    // Elements a thread holds at once: its cached vectors, else one vector.
+    const double held = (cached ? std::min(cache, chunks) : 1.0) * vec;
+    const double registers = 32.0 + held * (full_inputs * elem / 4.0 + 1.0);
     const double block_threads = threads * per_block;
-    const double blocks_per_sm =
-        std::max(1.0, std::min<double>(arch_.max_blocks_per_sm, std::floor(arch_.max_threads_per_sm / block_threads)));
-    const double in_flight = blocks_per_sm * block_threads * access_bytes * (cached ? std::min(cache, chunks) : 1.0) *
-                             tensors;
+    // More registers than a block can have: the compiler spills to local
+    // memory, which costs about as much again as the excess.
+    const double register_cap = std::min<double>(arch_.max_registers_per_thread, arch_.registers_per_sm / block_threads);
+    const double spill = std::max(1.0, registers / register_cap);
+    const double blocks_per_sm = std::max(
+        1.0, std::min({static_cast<double>(arch_.max_blocks_per_sm), std::floor(arch_.max_threads_per_sm / block_threads),
+                       std::floor(arch_.registers_per_sm / (std::min(registers, register_cap) * block_threads))}));
+    const double in_flight = blocks_per_sm * block_threads * utilization * held * elem * full_inputs;
     const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
     const double mlp = std::min(1.0, in_flight / need);
-    const double utilization = std::min(1.0, cols / (threads * split * vec));
+    const double bw = arch_.dram_gbps * 1e9 * 0.92 * access * mlp * utilization;
+    const double bandwidth_us = bytes * (cached ? 1.0 : 2.0) / bw * 1e6;
+    // One row's dependent phases (µs): the first load's latency, two
+    // combines (shuffles; shared memory and a barrier past a warp; a cluster
+    // barrier across blocks), the re-reads of an uncached row, the store.
+    const double combine = (threads > 32 ? 0.25 : 0.05) + (split > 1 ? 0.5 : 0.0) +
+                           (halide ? 0.004 * threads : 0.0);
+    // A thread's own arithmetic over the elements it holds, about 8
+    // instructions per element per pass for three passes, issued by one of
+    // four schedulers shared with the other resident warps (~2 GHz).
+    const double warps_per_scheduler = blocks_per_sm * block_threads / 32.0 / 4.0;
+    const double compute_us = held * 3.0 * 8.0 * warps_per_scheduler / 2000.0;
+    const double phase_us = 1.0 + 2.0 * combine + (cached ? 0.0 : 2.0 * 0.5 * chunks) + 0.5 + compute_us;
+    const double resident_rows = blocks_per_sm * per_block / split;
+    const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;
     const double blocks = std::ceil(rows / per_block) * split;
     const double waves = blocks / (arch_.sm_count * blocks_per_sm);
     const double tail = waves < 8 ? std::ceil(waves) / waves : 1.0;
-    const double bw = arch_.dram_gbps * 1e9 * 0.92 * access * mlp * utilization;
-    return 2.0 + bytes * (cached ? 1.0 : 2.0) / bw * 1e6 * tail;
+    // Fast math: cheaper transcendentals and divisions; a tie-breaker where
+    // memory decides.
+    const double math = c.get_or("fast", halide ? 0 : 1) ? 1.0 : 1.03;
+    // Phases overlap only partly with other rows' traffic. The constants
+    // here (latencies, 8 instructions, the 3-norm) are rough figures chosen
+    // against the H200 records, not measured one by one.
+    const double bound_us = std::cbrt(std::pow(bandwidth_us, 3.0) + std::pow(latency_us, 3.0));
+    return 2.0 + bound_us * tail * math * spill;
   }
 
   ArchLimits arch_;

@@ -1,0 +1,50 @@
+// The analytic cost model against the H200 measurements committed in
+// bench/results: what tuning with `--model` instead of the GPU would have
+// cost. The bounds hold the model where it was last measured (see
+// bench/model_regret); a change that ranks worse fails here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "generator/model_regret.h"
+
+namespace fusekit {
+namespace {
+
+const std::string kResults = std::string(FUSEKIT_SOURCE_DIR) + "/bench/results/2026-11-30-h200-";
+
+double median_regret(std::vector<RegretCase> cases) {
+  std::sort(cases.begin(), cases.end(), [](const auto& a, const auto& b) { return a.regret() < b.regret(); });
+  return cases[cases.size() / 2].regret();
+}
+
+int within(const std::vector<RegretCase>& cases, double bound) {
+  return static_cast<int>(std::count_if(cases.begin(), cases.end(), [&](const auto& c) { return c.regret() <= bound; }));
+}
+
+TEST(ModelRegret, RanksTheH200RowReductions) {
+  const auto kinds = model_regret(read_measured_records(
+      {kResults + "bb06126-rows-records.jsonl", kResults + "4817c18-rows-records.jsonl"}));
+  const auto& f32 = kinds.at("rows f32 nvrtc");
+  ASSERT_EQ(f32.size(), 42u);  // 7 ops x 6 shapes
+  EXPECT_LE(median_regret(f32), 0.02);
+  EXPECT_GE(within(f32, 0.10), 38) << "f32 row shapes whose model pick is within 10 % of the best";
+  const auto& halide = kinds.at("rows f32 halide");
+  EXPECT_LE(median_regret(halide), 0.10);
+  // bf16 is ranked poorly (its kernels are bound by something the model
+  // does not describe; docs/performance.md); held to what it is.
+  EXPECT_LE(median_regret(kinds.at("rows bf16 nvrtc")), 0.40);
+}
+
+TEST(ModelRegret, RanksTheH200PointwiseKernels) {
+  const auto kinds = model_regret(read_measured_records(
+      {kResults + "a11723e-records.jsonl", kResults + "a2a0ff6-64m-records.jsonl"}));
+  for (const char* kind : {"pointwise f32 nvrtc", "pointwise bf16 nvrtc", "pointwise f32 halide"}) {
+    SCOPED_TRACE(kind);
+    EXPECT_LE(median_regret(kinds.at(kind)), 0.10);
+  }
+}
+
+}  // namespace
+}  // namespace fusekit
