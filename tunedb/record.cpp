@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -93,12 +94,24 @@ void to_json(nlohmann::json& j, const TuningRecord& r) {
   j["status"] = record_status_name(r.status);
 }
 
+namespace {
+// JSON has no infinity: nlohmann writes a non-finite double (a verification
+// ratio of a NaN mismatch is +inf) as null, so null reads back as +inf.
+template <typename T>
+void read_field(const nlohmann::json& v, T& out) {
+  v.get_to(out);
+}
+void read_field(const nlohmann::json& v, double& out) {
+  out = v.is_null() ? std::numeric_limits<double>::infinity() : v.get<double>();
+}
+}  // namespace
+
 void from_json(const nlohmann::json& j, TuningRecord& r) {
   if (!j.is_object()) throw UserError("record is not a JSON object");
 #define FUSEKIT_GET(f)                                                                 \
   if (!j.contains(#f)) throw UserError("record lacks field '" #f "'");                 \
   try {                                                                                \
-    j.at(#f).get_to(r.f);                                                              \
+    read_field(j.at(#f), r.f);                                                         \
   } catch (const nlohmann::json::exception&) {                                         \
     throw UserError("record field '" #f "' has the wrong type: " + j.at(#f).dump());    \
   }

@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 
 #include "common/errors.h"
@@ -87,6 +89,23 @@ TEST_F(TuneDbTest, MergeAndImportAreIdempotent) {
   EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 3u);
   EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 0u);
   EXPECT_EQ(c->size(), 3u);
+}
+
+// A NaN mismatch's verification ratio is +inf, which JSON writes as null:
+// an export must import again, every record intact.
+TEST_F(TuneDbTest, InfiniteVerifyErrorsSurviveExportAndImport) {
+  auto a = open_sqlite_db(path("a.db"));
+  TuningRecord bad = record("nvrtc", 0, RecordStatus::kVerifyError);
+  bad.verify_error = std::numeric_limits<double>::infinity();
+  a->commit({bad, record("nvrtc", 1)});
+  ASSERT_EQ(export_jsonl(*a, path("out.jsonl")), 2u);
+  auto b = open_sqlite_db(path("b.db"));
+  EXPECT_EQ(import_jsonl(*b, path("out.jsonl")), 2u);
+  for (const auto& r : b->all()) {
+    if (r.id == bad.id) {
+      EXPECT_TRUE(std::isinf(r.verify_error));
+    }
+  }
 }
 
 // Row-op records from before row lengths were bucketed get them on import.
