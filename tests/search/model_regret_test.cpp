@@ -42,7 +42,7 @@ TEST(ModelRegret, RanksTheH200PointwiseKernels) {
       {kResults + "a11723e-records.jsonl", kResults + "a2a0ff6-64m-records.jsonl"}));
   for (const char* kind : {"pointwise f32 nvrtc", "pointwise bf16 nvrtc", "pointwise f32 halide"}) {
     SCOPED_TRACE(kind);
-    EXPECT_LE(median_regret(kinds.at(kind)), 0.10);
+    EXPECT_LE(median_regret(kinds.at(kind)), 0.08);
   }
 }
 
