@@ -119,11 +119,13 @@ class CostModel {
 // Factories (implementations live in .cpp files).
 std::unique_ptr<SearchStrategy> make_exhaustive_strategy(std::vector<Candidate> space);
 std::unique_ptr<SearchStrategy> make_random_strategy(std::vector<Candidate> space, size_t budget, uint64_t seed);
-// The legal members of `seeds` first (known-good starting points), then a
-// random sample of the rest of `space`, `budget` in all.
+// The legal members of `seeds` first (known-good starting points), then up
+// to `ranked_budget` members of `ranked` in its order (a cost model's
+// favourites), then a random sample of the rest of `space`, `budget` in all.
 std::unique_ptr<SearchStrategy> make_seeded_random_strategy(std::vector<Candidate> space,
                                                             const std::vector<Candidate>& seeds, size_t budget,
-                                                            uint64_t seed);
+                                                            uint64_t seed, const std::vector<Candidate>& ranked = {},
+                                                            size_t ranked_budget = 0);
 std::unique_ptr<StopCondition> make_count_stop(size_t max_candidates);
 std::unique_ptr<CostModel> make_analytic_cost_model(const ArchLimits& arch);
 // A measurer that never runs anything: verification is skipped and the time

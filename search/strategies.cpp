@@ -49,14 +49,20 @@ std::unique_ptr<SearchStrategy> make_random_strategy(std::vector<Candidate> spac
 
 std::unique_ptr<SearchStrategy> make_seeded_random_strategy(std::vector<Candidate> space,
                                                             const std::vector<Candidate>& seeds, size_t budget,
-                                                            uint64_t seed) {
+                                                            uint64_t seed, const std::vector<Candidate>& ranked,
+                                                            size_t ranked_budget) {
   std::vector<Candidate> order, rest;
   auto same = [](const Candidate& a, const Candidate& b) { return a.backend == b.backend && a.config == b.config; };
-  for (const auto& s : seeds) {
-    const bool in_space = std::any_of(space.begin(), space.end(), [&](const Candidate& c) { return same(c, s); });
-    const bool dup = std::any_of(order.begin(), order.end(), [&](const Candidate& c) { return same(c, s); });
-    if (in_space && !dup && order.size() < budget) order.push_back(s);
-  }
+  auto take = [&](const std::vector<Candidate>& from, size_t limit) {
+    for (const auto& s : from) {
+      if (order.size() >= limit) break;
+      const bool in_space = std::any_of(space.begin(), space.end(), [&](const Candidate& c) { return same(c, s); });
+      const bool dup = std::any_of(order.begin(), order.end(), [&](const Candidate& c) { return same(c, s); });
+      if (in_space && !dup) order.push_back(s);
+    }
+  };
+  take(seeds, budget);
+  take(ranked, std::min(budget, order.size() + ranked_budget));
   for (const auto& c : space)
     if (std::none_of(order.begin(), order.end(), [&](const Candidate& o) { return same(o, c); })) rest.push_back(c);
   std::mt19937_64 rng(seed);

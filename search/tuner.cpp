@@ -6,6 +6,28 @@
 
 namespace fusekit {
 
+std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const std::vector<Problem>& problems,
+                                     size_t bytes_per_element, const ArchLimits& arch) {
+  const auto model = make_analytic_cost_model(arch);
+  std::vector<std::vector<size_t>> orders;
+  for (const Problem& p : problems) {
+    const std::vector<double> t = model->predict(p, bytes_per_element, space);
+    std::vector<size_t> order(space.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t[a] < t[b]; });
+    orders.push_back(std::move(order));
+  }
+  std::vector<Candidate> out;
+  std::vector<bool> taken(space.size(), false);
+  for (size_t rank = 0; rank < space.size() && out.size() < space.size(); ++rank)
+    for (const auto& order : orders)
+      if (!taken[order[rank]]) {
+        taken[order[rank]] = true;
+        out.push_back(space[order[rank]]);
+      }
+  return out;
+}
+
 std::string problem_bucket(TemplateKind kind, const Problem& problem) {
   const bool rows = kind == TemplateKind::kRowReduction && !problem.domain.empty();
   return shape_bucket_name(problem.elements(), rows ? problem.domain.front() : -1);
@@ -62,10 +84,18 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     std::vector<Candidate> seeds;
     for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes)))
       if (space.legal(c)) seeds.push_back({backend, c});
+    // After the seeds, half of the budget left goes to the analytic model's
+    // favourites (each timed shape's best, then each one's second, ...),
+    // the rest to a random sample, which keeps the search from only ever
+    // confirming the model.
+    const size_t seeds_taken = std::min(seeds.size(), budget);
+    const std::vector<Candidate> ranked =
+        all.size() <= options.budget ? std::vector<Candidate>{} : model_ranking(all, problems, elem_bytes, arch);
     auto strategy = all.size() <= options.budget
                         ? make_exhaustive_strategy(all)
                         : make_seeded_random_strategy(all, seeds, options.budget,
-                                                      options.seed ^ static_cast<uint64_t>(backend));
+                                                      options.seed ^ static_cast<uint64_t>(backend), ranked,
+                                                      (budget - seeds_taken) / 2);
     auto stop = make_count_stop(budget);
     size_t done = 0;
     while (!stop->is_fulfilled()) {

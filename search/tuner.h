@@ -24,6 +24,12 @@ struct TuneTask {
   int cached_inputs = 1;                       // full-size inputs (row reductions' register budget)
 };
 
+// `space` in the analytic model's order of preference across `problems`:
+// every problem's predicted fastest, then every problem's second, and so on,
+// each candidate once.
+std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const std::vector<Problem>& problems,
+                                     size_t bytes_per_element, const ArchLimits& arch);
+
 // The shape bucket a problem's records go to: the element count's, and for
 // row reductions also the row length's (see fusekit/shape_bucket.h).
 std::string problem_bucket(TemplateKind kind, const Problem& problem);

@@ -87,6 +87,20 @@ TEST(SeededRandomStrategy, TriesLegalSeedsFirstThenSamplesTheRest) {
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 10u);
 }
 
+TEST(SeededRandomStrategy, ThenTheRankedFavouritesThenSamples) {
+  const Candidate seed{Backend::kNvrtc, Config::parse("i=7")};
+  std::vector<Candidate> ranked;
+  for (int i : {7, 40, 41, 42, 43}) ranked.push_back({Backend::kNvrtc, Config::parse("i=" + std::to_string(i))});
+  auto s = make_seeded_random_strategy(space(50), {seed}, 8, 1, ranked, 3);
+  std::vector<int64_t> seen;
+  for (auto b = s->next_batch(3); !b.empty(); b = s->next_batch(3))
+    for (const auto& c : b) seen.push_back(c.config.get("i"));
+  ASSERT_EQ(seen.size(), 8u);
+  // The seed; three favourites (7 is already taken); four random others.
+  EXPECT_EQ(std::vector<int64_t>(seen.begin(), seen.begin() + 4), (std::vector<int64_t>{7, 40, 41, 42}));
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 8u);
+}
+
 TEST(PointwiseSeeds, AreLegalOnEveryArch) {
   for (const auto& arch : known_arch_limits())
     for (Backend b : {Backend::kNvrtc, Backend::kHalide})

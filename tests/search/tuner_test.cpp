@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
+#include "schedules/row_reduction_template.h"
 
 namespace fusekit {
 namespace {
@@ -54,6 +56,31 @@ TEST(Tuner, RecordsEveryCandidateAsModeledWithoutAGpu) {
     }
   }
   std::filesystem::remove(path);
+}
+
+// The model's favourites interleave the timed shapes: each shape's
+// predicted best comes before any shape's second.
+TEST(ModelRanking, InterleavesEveryShapesFavourites) {
+  const auto& c = find_pattern("softmax");
+  const ArchLimits& arch = require_arch("sm_90");
+  auto wl = make_candidate_workload(c, DType::kF32);
+  const std::vector<Problem> problems = {wl->problem({1024, 32768}), wl->problem({65536, 1024})};
+  std::vector<Candidate> space;
+  for (const auto& cfg : RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 1).enumerate())
+    space.push_back({Backend::kNvrtc, cfg});
+  const std::vector<Candidate> ranked = model_ranking(space, problems, 4, arch);
+  ASSERT_EQ(ranked.size(), space.size());
+  auto model = make_analytic_cost_model(arch);
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const std::vector<double> t = model->predict(problems[i], 4, space);
+    const double best = *std::min_element(t.begin(), t.end());
+    bool among_first = false;
+    for (size_t k = 0; k < problems.size(); ++k)
+      among_first |= model->predict(problems[i], 4, {ranked[k]}).front() == best;
+    EXPECT_TRUE(among_first) << problems[i].shape_text;
+  }
+  // Long rows: the model's favourite splits the row across a cluster.
+  EXPECT_GT(ranked[1].config.get("split"), 1) << ranked[1].config.to_string();
 }
 
 TEST(PipelineHash, DependsOnTheAlgorithmAndDtypeOnly) {
