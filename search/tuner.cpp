@@ -84,13 +84,16 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     std::vector<Candidate> seeds;
     for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes)))
       if (space.legal(c)) seeds.push_back({backend, c});
-    // After the seeds, half of the budget left goes to the analytic model's
-    // favourites (each timed shape's best, then each one's second, ...),
-    // the rest to a random sample, which keeps the search from only ever
-    // confirming the model.
+    // On a GPU, after the seeds, half of the budget left goes to the
+    // analytic model's favourites (each timed shape's best, then each one's
+    // second, ...), the rest to a random sample, which keeps the search from
+    // only ever confirming the model. Without a GPU the model is the
+    // measurement: its favourites would only confirm themselves, far from
+    // any schedule it was checked against, so seeds and samples it is.
     const size_t seeds_taken = std::min(seeds.size(), budget);
-    const std::vector<Candidate> ranked =
-        all.size() <= options.budget ? std::vector<Candidate>{} : model_ranking(all, problems, elem_bytes, arch);
+    const std::vector<Candidate> ranked = all.size() <= options.budget || !dev.measured
+                                              ? std::vector<Candidate>{}
+                                              : model_ranking(all, problems, elem_bytes, arch);
     auto strategy = all.size() <= options.budget
                         ? make_exhaustive_strategy(all)
                         : make_seeded_random_strategy(all, seeds, options.budget,
