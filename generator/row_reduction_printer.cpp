@@ -350,6 +350,25 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     }
     return s;
   };
+  // Every pass over the row, each reduction's then the outputs', at indent
+  // `b`: over the vectors held in registers, or reading them again.
+  auto passes = [&](const std::string& b, bool cached) {
+    auto over_vectors = [&](const std::string& in) {
+      if (!cached) return in + "for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n";
+      return "#pragma unroll\n" + in + "for (int j = 0; j < kC; ++j) {\n" + in +
+             "  const int col0 = (j * kT * kS + tid) * kV;\n" + in + "  if (!active || col0 >= cols) continue;\n";
+    };
+    std::string s;
+    for (size_t k = 0; k < nred; ++k) {
+      s += b + "{\n" + b + "  float acc = " + identity(k) + ";\n";
+      s += over_vectors(b + "  ") + visit(cached, b + "    ", reduce_action(k, cached)) + b + "  }\n";
+      s += finish_reduction(k, b + "  ") + b + "}\n";
+    }
+    s += row_constants(b);
+    s += over_vectors(b) + declare_outputs(b + "  ") + visit(cached, b + "  ", point_action(cached)) +
+         store_outputs(b + "  ") + b + "}\n";
+    return s;
+  };
   const std::string leave = split > 1 ? "fk_cluster_wait();\n" : "";
 
   src << "extern \"C\" __global__ void __launch_bounds__(" << threads * rows << ") ";
@@ -394,39 +413,13 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
         src << "      c_" << in.name << "[j] = active ? fk_load<" << st << ", kV>(x_" << in.name
             << ", col0, cols, aligned) : pack_t();\n";
     src << "    }\n";
-    for (size_t k = 0; k < nred; ++k) {
-      src << "    {\n      float acc = " << identity(k) << ";\n";
-      src << "#pragma unroll\n      for (int j = 0; j < kC; ++j) {\n";
-      src << "        const int col0 = (j * kT * kS + tid) * kV;\n";
-      src << "        if (!active || col0 >= cols) continue;\n";
-      src << visit(true, "        ", reduce_action(k, true));
-      src << "      }\n";
-      src << finish_reduction(k, "      ");
-      src << "    }\n";
-    }
-    src << row_constants("    ");
-    src << "#pragma unroll\n    for (int j = 0; j < kC; ++j) {\n";
-    src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
-    src << "      if (!active || col0 >= cols) continue;\n";
-    src << declare_outputs("      ") << visit(true, "      ", point_action(true)) << store_outputs("      ");
-    src << "    }\n";
+    src << passes("    ", true);
     if (!leave.empty()) src << "    " << leave;
     src << "    return;\n  }\n";
   }
 
   // Re-reading path: any row length; each pass reads the row again.
-  for (size_t k = 0; k < nred; ++k) {
-    src << "  {\n    float acc = " << identity(k) << ";\n";
-    src << "    for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n";
-    src << visit(false, "      ", reduce_action(k, false));
-    src << "    }\n";
-    src << finish_reduction(k, "    ");
-    src << "  }\n";
-  }
-  src << row_constants("  ");
-  src << "  for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n";
-  src << declare_outputs("    ") << visit(false, "    ", point_action(false)) << store_outputs("    ");
-  src << "  }\n";
+  src << passes("  ", false);
   if (!leave.empty()) src << "  " << leave;
   src << "}\n";
 
