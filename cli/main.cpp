@@ -19,6 +19,7 @@
 
 #include "cli/verify_package.h"
 #include "common/errors.h"
+#include "common/shape_text.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
 #include "generator/cuda_c_printer.h"
@@ -71,22 +72,9 @@ std::vector<SizeSpec> parse_sizes(const std::vector<std::string>& items) {
   for (const auto& s : split_list(items)) {
     const std::string bad = "malformed size '" + s +
                             "'; sizes are positive element counts or shapes, e.g. --sizes 4096,65536 or 8192x1024";
-    if (s.back() == 'x') throw UserError(bad);
-    SizeSpec dims;
-    std::stringstream parts(s);
-    std::string part;
-    while (std::getline(parts, part, 'x')) {
-      size_t used = 0;
-      long long v = 0;
-      try {
-        v = std::stoll(part, &used);
-      } catch (const std::exception&) {
-        throw UserError(bad);
-      }
-      if (used != part.size() || v <= 0) throw UserError(bad);
-      dims.push_back(v);
-    }
-    out.push_back(dims);
+    auto dims = parse_shape_text(s);
+    if (!dims) throw UserError(bad);
+    out.push_back(*dims);
   }
   if (out.empty()) throw UserError("--sizes is empty; give e.g. --sizes 4096,65536");
   return out;
@@ -99,9 +87,7 @@ std::vector<int64_t> domain_for(const FusionCandidate& cand, const SizeSpec& siz
   if (size.size() != axes.size()) {
     std::string names;
     for (size_t i = axes.size(); i-- > 0;) names += axes[i] + (i ? " x " : "");
-    std::string text;
-    for (size_t i = 0; i < size.size(); ++i) text += (i ? "x" : "") + std::to_string(size[i]);
-    throw UserError("size '" + text + "' has " + std::to_string(size.size()) + " dims; " + cand.name + " (" +
+    throw UserError("size '" + shape_text(size) + "' has " + std::to_string(size.size()) + " dims; " + cand.name + " (" +
                     layout_name(cand.layout) + ") takes " + names + " or an element count");
   }
   return std::vector<int64_t>(size.rbegin(), size.rend());

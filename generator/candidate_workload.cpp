@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/errors.h"
+#include "common/shape_text.h"
 #include "generator/cuda_c_printer.h"
 #include "generator/halide_backend.h"
 #include "generator/isolated_build.h"
@@ -53,7 +54,7 @@ class CandidateWorkload final : public Workload {
                       layout_name(cand_.layout) + " layout has " + std::to_string(ref_.vars.size()) + ")");
     Problem p;
     p.domain = domain;
-    for (size_t i = domain.size(); i-- > 0;) p.shape_text += std::to_string(domain[i]) + (i ? "x" : "");
+    p.shape_text = shape_text({domain.rbegin(), domain.rend()});
     for (size_t i = 0; i < cand_.inputs.size(); ++i) p.input_dims.push_back(cand_.input_dims(i, domain));
     for (size_t o = 0; o < cand_.outputs.size(); ++o) p.output_dims.push_back(domain);
     return p;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "common/shape_text.h"
 #include "fusekit/arch.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
@@ -17,14 +18,9 @@ namespace {
 
 // "8192x4096" (outermost first) -> {4096, 8192} (innermost first).
 std::vector<int64_t> domain_of(const std::string& shape) {
-  std::vector<int64_t> outer_first;
-  size_t start = 0;
-  while (start <= shape.size()) {
-    const size_t end = std::min(shape.find('x', start), shape.size());
-    outer_first.push_back(std::stoll(shape.substr(start, end - start)));
-    start = end + 1;
-  }
-  return {outer_first.rbegin(), outer_first.rend()};
+  const auto outer_first = parse_shape_text(shape);
+  if (!outer_first) throw UserError("record shape '" + shape + "' is malformed; expected e.g. 8192x4096");
+  return {outer_first->rbegin(), outer_first->rend()};
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/errors.h"
+#include "common/shape_text.h"
 #include "fusekit/shape_bucket.h"
 
 namespace fusekit {
@@ -70,18 +71,11 @@ bool upgrade_record(TuningRecord* r) {
   if (r->pipeline_text.rfind("layout rows;", 0) != 0 || r->shape_bucket.find(" cols<=") != std::string::npos)
     return false;
   // The shape, outermost first: "ROWSxCOLS".
-  const size_t x = r->shape.rfind('x');
-  if (x == std::string::npos) return false;
-  int64_t elements = 1, cols = 0;
-  size_t start = 0;
-  while (start <= r->shape.size()) {
-    const size_t end = std::min(r->shape.find('x', start), r->shape.size());
-    const std::string part = r->shape.substr(start, end - start);
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 12) return false;
-    cols = std::stoll(part);
-    elements *= cols;
-    start = end + 1;
-  }
+  const auto shape = parse_shape_text(r->shape);
+  if (!shape || shape->size() < 2) return false;
+  int64_t elements = 1;
+  for (int64_t e : *shape) elements *= e;
+  const int64_t cols = shape->back();
   r->shape_bucket = shape_bucket_name(elements, cols);
   return true;
 }
