@@ -103,9 +103,6 @@ std::vector<SizeSpec> sizes_for(const po::variables_map& vm, const FusionCandida
   return parse_sizes(vm["sizes"].as<std::vector<std::string>>());
 }
 
-TemplateKind template_of(const FusionCandidate& cand) {
-  return cand.reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise;
-}
 
 std::string host_name() {
   char buf[256] = {0};
@@ -198,9 +195,8 @@ int cmd_tune(const po::variables_map& vm) {
       const std::vector<SizeSpec> sizes = sizes_for(vm, cand);
       for (const auto& s : sizes) task.domains.push_back(domain_for(cand, s));
       task.verify_domain = cand.odd_domain();
-      task.kind = template_of(cand);
-      task.cached_inputs = 0;
-      for (const auto& in : cand.inputs) task.cached_inputs += in.full();
+      task.kind = cand.template_kind();
+      task.cached_inputs = cand.full_inputs();
       options.progress = [&](const std::string& line) {
         const double t = elapsed();
         const double frac = (static_cast<double>(done) + 0.5) / static_cast<double>(total);
@@ -369,13 +365,12 @@ int cmd_source(const po::variables_map& vm) {
   auto cands = selected_candidates(vm);
   if (cands.size() != 1) throw UserError("source prints one kernel: give one --pattern or --expr");
   DType dt = parse_dtypes(vm["dtype"].as<std::vector<std::string>>()).front();
-  const TemplateKind kind = template_of(cands[0]);
+  const TemplateKind kind = cands[0].template_kind();
   Config config = Config::parse(vm["params"].defaulted() && kind == TemplateKind::kRowReduction
                                     ? "cache=4 fast=0 rows=1 threads=256 vec=4"
                                     : vm["params"].as<std::string>());
-  int full_inputs = 0;
-  for (const auto& in : cands[0].inputs) full_inputs += in.full();
-  ParamSpace space = template_space(kind, arch, Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), full_inputs);
+  ParamSpace space =
+      template_space(kind, arch, Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), cands[0].full_inputs());
   std::string bad = space.violation(config);
   if (!bad.empty()) throw UserError("--params '" + config.to_string() + "' is not a legal schedule for " +
                                     arch.arch.name() + ": " + bad);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fusekit/dtype.h"
+#include "schedules/row_reduction_template.h"
 
 namespace fusekit {
 
@@ -69,6 +70,14 @@ struct FusionCandidate {
   AlgorithmFn algorithm;
 
   bool reduces() const { return layout == Layout::kRows; }
+  // The schedule template its kernels follow.
+  TemplateKind template_kind() const { return reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise; }
+  // Inputs of the whole domain (a row reduction's register cache holds these).
+  int full_inputs() const {
+    int n = 0;
+    for (const auto& in : inputs) n += in.full();
+    return n;
+  }
   // The iteration domain (innermost first) for a requested element count:
   // flat {n}; rowcol and rows {1024, ceil(n/1024)} (n < 1024: {n, 1}); nchw
   // {ceil(n/64), 64, 1} (n < 64: {n, 1, 1}).

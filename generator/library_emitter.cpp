@@ -135,8 +135,7 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         g.cand = &cand;
         g.dtype = dt;
         g.sm = arch.number();
-        const Config generic =
-            generic_schedule(cand.reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise);
+        const Config generic = generic_schedule(cand.template_kind());
         g.schedule = generic.to_string();
         batch.push_back({Backend::kNvrtc, generic});
         arch_variants.push_back(std::move(g));
@@ -148,11 +147,8 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
       }
       // Portable PTX: the generic variant and the newest arch's NVRTC winners
       // that the portable target can run (not rows split across a cluster).
-      const TemplateKind kind = cand.reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise;
-      int full_inputs = 0;
-      for (const auto& in : cand.inputs) full_inputs += in.full();
-      const ParamSpace portable = template_space(kind, *find_arch_limits(kPortablePtx), Backend::kNvrtc,
-                                                 static_cast<int>(dtype_bytes(dt)), full_inputs);
+      const ParamSpace portable = template_space(cand.template_kind(), *find_arch_limits(kPortablePtx),
+                                                 Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), cand.full_inputs());
       const size_t begin = out.size();
       for (size_t i = 0; i < begin; ++i) {
         const Variant& w = out[i];
