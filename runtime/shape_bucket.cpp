@@ -5,9 +5,11 @@
 namespace fusekit {
 
 int shape_bucket_log2(int64_t elements) {
-  int k = 0;
-  while (k < 62 && (int64_t{1} << k) < elements) ++k;
-  return k;
+  // The smallest k with 2^k >= elements (at most 62): on every launch, twice
+  // (element count and row length), so one count-leading-zeros, not a loop.
+  if (elements <= 1) return 0;
+  const int k = 64 - __builtin_clzll(static_cast<unsigned long long>(elements - 1));
+  return k < 62 ? k : 62;
 }
 
 std::string shape_bucket_name(int64_t elements) { return "n<=2^" + std::to_string(shape_bucket_log2(elements)); }
