@@ -169,7 +169,7 @@ int verify_package(const std::string& dir, int64_t max_elements) {
       std::vector<HostTensor> in, ref, got;
       for (size_t i = 0; i < p.input_dims.size(); ++i) {
         in.push_back(HostTensor::make(*dt, p.input_dims[i]));
-        fill_uniform(&in.back(), 7919u * (checks + 1) + i, -3.0f, 3.0f);
+        wl->fill_input(i, 7919u * (checks + 1) + i, &in.back());
       }
       wl->reference(p, in, &ref);
       const size_t offset = misaligned ? esize : 0;
