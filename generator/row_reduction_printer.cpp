@@ -30,6 +30,35 @@ static __device__ __forceinline__ fk_pack<T, N> fk_load(const T* p, int col0, in
   }
   return d;
 }
+// A 16-bit row cached in registers stays packed, two elements per 32-bit
+// register: loaded as words and split into elements afresh in every pass
+// (split once at the load, each element would hold a register of its own).
+template <int N>
+static __device__ __forceinline__ fk_pack<unsigned, N / 2> fk_load_words(const unsigned short* p, int col0, int cols,
+                                                                        bool aligned) {
+  fk_pack<unsigned, N / 2> d;
+  if (aligned && col0 + N <= cols) {
+    d = *reinterpret_cast<const fk_pack<unsigned, N / 2>*>(p + col0);
+  } else {
+#pragma unroll
+    for (int l = 0; l < N / 2; ++l) {
+      const unsigned lo = col0 + 2 * l < cols ? p[col0 + 2 * l] : 0u;
+      const unsigned hi = col0 + 2 * l + 1 < cols ? p[col0 + 2 * l + 1] : 0u;
+      d.v[l] = lo | (hi << 16);
+    }
+  }
+  return d;
+}
+template <int N>
+static __device__ __forceinline__ fk_pack<unsigned short, N> fk_unwords(const fk_pack<unsigned, N / 2>& w) {
+  fk_pack<unsigned short, N> p;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) {
+    p.v[2 * i] = static_cast<unsigned short>(w.v[i] & 0xffffu);
+    p.v[2 * i + 1] = static_cast<unsigned short>(w.v[i] >> 16);
+  }
+  return p;
+}
 // Combines `v` across the kT threads of a row (threadIdx.x); every thread of
 // the block calls it, and every thread gets the row's value.
 template <int kT, bool kMax>
@@ -162,7 +191,12 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   const int vec = static_cast<int>(config.get("vec"));
   const int cache = static_cast<int>(config.get("cache"));
   const int split = static_cast<int>(config.get_or("split", 1));
+  // keep=0: the outputs evaluate reduction bodies again instead of holding
+  // them per element (fewer registers, more arithmetic). Records from before
+  // the parameter existed kept them.
+  const bool keep_bodies = config.get_or("keep", 1) != 0;
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
+  const bool words = pipe.dtype != DType::kF32 && vec >= 2;  // a cached 16-bit row stays packed
   const std::string round1 = round_one_fn(pipe.dtype);
   const size_t nred = pipe.reductions.size();
 
@@ -202,7 +236,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // exp(scale * x + mask - max) holds the max's body).
   for (size_t k = nred; k-- > 0;) {
     const Expr body = pipe.reductions[k].body.value();
-    if (!worth_keeping(body)) continue;
+    if (!keep_bodies || !worth_keeping(body)) continue;
     Halide::Func kb("fk_kb" + std::to_string(k));
     kb(pipe.vars) = body;
     bool used = false;
@@ -279,7 +313,8 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (const auto& in : cand.inputs) {
       if (in.full())
         s += indent + "const pack_t v_" + in.name + " = " +
-             (cached ? "c_" + in.name + "[j]" : "fk_load<" + st + ", kV>(x_" + in.name + ", col0, cols, aligned)") +
+             (cached ? (words ? "fk_unwords<kV>(c_" + in.name + "[j])" : "c_" + in.name + "[j]")
+                     : "fk_load<" + st + ", kV>(x_" + in.name + ", col0, cols, aligned)") +
              ";\n";
       else if (in.axes == std::vector<int>{0})
         s += indent + "const pack_t v_" + in.name + " = fk_load<" + st + ", kV>(g_" + in.name +
@@ -377,6 +412,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache
       << ", kS = " << split << ";\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
+  if (cache > 0) src << "  typedef " << (words ? "fk_pack<unsigned, kV / 2>" : "pack_t") << " cache_t;\n";
   src << "  __shared__ float fk_smem[kR][32];\n";
   if (split > 1) {
     src << "  __shared__ float fk_slot[2][kR];\n";
@@ -404,14 +440,15 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   if (cache > 0) {
     src << "  if (cols <= kT * kS * kV * kC) {\n";
     for (const auto& in : cand.inputs)
-      if (in.full()) src << "    pack_t c_" << in.name << "[kC];\n";
+      if (in.full()) src << "    cache_t c_" << in.name << "[kC];\n";
     for (size_t k : kept) src << "    float kb" << k << "[kC][kV];\n";
     src << "#pragma unroll\n    for (int j = 0; j < kC; ++j) {\n";
     src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
     for (const auto& in : cand.inputs)
       if (in.full())
-        src << "      c_" << in.name << "[j] = active ? fk_load<" << st << ", kV>(x_" << in.name
-            << ", col0, cols, aligned) : pack_t();\n";
+        src << "      c_" << in.name << "[j] = active ? "
+            << (words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") << "x_" << in.name
+            << ", col0, cols, aligned) : cache_t();\n";
     src << "    }\n";
     src << passes("    ", true);
     if (!leave.empty()) src << "    " << leave;

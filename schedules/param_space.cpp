@@ -53,9 +53,9 @@ uint64_t Config::hash() const {
   return XXH64(s.data(), s.size(), 0);
 }
 
-void ParamSpace::add(std::string name, std::vector<int64_t> values) {
+void ParamSpace::add(std::string name, std::vector<int64_t> values, std::optional<int64_t> absent) {
   FUSEKIT_INTERNAL_ASSERT(!values.empty(), "empty domain for " + name);
-  domains_.push_back({std::move(name), std::move(values)});
+  domains_.push_back({std::move(name), std::move(values), absent});
 }
 
 void ParamSpace::require(std::string description, std::function<bool(const Config&)> holds) {
@@ -71,10 +71,11 @@ uint64_t ParamSpace::raw_size() const {
 std::string ParamSpace::violation(const Config& config) const {
   for (const auto& d : domains_) {
     auto it = config.values().find(d.name);
-    if (it == config.values().end()) return "missing parameter " + d.name;
+    if (it == config.values().end() && !d.absent) return "missing parameter " + d.name;
+    const int64_t value = it == config.values().end() ? *d.absent : it->second;
     bool in_domain = false;
-    for (int64_t v : d.values) in_domain |= (v == it->second);
-    if (!in_domain) return d.name + "=" + std::to_string(it->second) + " is outside its domain";
+    for (int64_t v : d.values) in_domain |= (v == value);
+    if (!in_domain) return d.name + "=" + std::to_string(value) + " is outside its domain";
   }
   for (const auto& c : constraints_)
     if (!c.holds(config)) return c.description;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ class Config {
 struct ParamDomain {
   std::string name;
   std::vector<int64_t> values;
+  // A parameter added after records were written: the value a config
+  // without it has (constraints read it with get_or and the same value).
+  std::optional<int64_t> absent;
 };
 
 // A predicate over configs with the reason printed when it prunes one.
@@ -46,7 +50,7 @@ struct Constraint {
 
 class ParamSpace {
  public:
-  void add(std::string name, std::vector<int64_t> values);
+  void add(std::string name, std::vector<int64_t> values, std::optional<int64_t> absent = std::nullopt);
   void require(std::string description, std::function<bool(const Config&)> holds);
 
   const std::vector<ParamDomain>& domains() const { return domains_; }

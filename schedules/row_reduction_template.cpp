@@ -19,7 +19,9 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("vec", {1, 2, 4, 8});
   s.add("cache", {0, 1, 2, 4, 8, 16});
   s.add("fast", {0, 1});
-  s.add("split", {1, 2, 4, 8});
+  // Parameters added after the first records: absent reads as 1.
+  s.add("split", {1, 2, 4, 8}, 1);
+  s.add("keep", {0, 1}, 1);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -31,7 +33,11 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // partials through distributed shared memory: sm_90 and later.
   const bool clusters = arch.arch.number() >= 90;
   s.require("rows split across blocks (thread-block clusters) need sm_90 or later",
-            [clusters](const Config& c) { return c.get("split") == 1 || clusters; });
+            [clusters](const Config& c) { return c.get_or("split", 1) == 1 || clusters; });
+  // Reduction bodies are kept per element only beside a cached row; a
+  // re-reading schedule evaluates them again either way.
+  s.require("keep=0 without a cached row (cache=0 re-reads the row: nothing is kept)",
+            [](const Config& c) { return c.get_or("keep", 1) == 1 || c.get("cache") > 0; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = cached_inputs < 1 ? 1 : cached_inputs;
   s.require("more than 256 bytes of cached row per thread", [element_bytes, inputs](const Config& c) {
@@ -66,6 +72,9 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
       c.set("cache", s[2]);
       c.set("split", s[3]);
       c.set("fast", fast);
+      // Reduction bodies kept per element cost one f32 register each: a
+      // 16-bit row of 32 or more elements per thread recomputes them.
+      c.set("keep", element_bytes < 4 && c.get("cache") * wide >= 32 ? 0 : 1);
       out.push_back(c);
     }
   return out;

@@ -18,7 +18,14 @@
 //            cluster (sm_90+): each block reduces its
 //            share, the cluster combines the partials
 //            through distributed shared memory
-// Records from before `split` existed read as split=1.
+//   keep     1: reduction bodies that the outputs    0, 1 (0 needs cache > 0)
+//            contain are kept per element in
+//            registers beside the cached row
+//            (softmax's exp(x - max) is evaluated
+//            once); 0: evaluated again, one f32
+//            register per element fewer
+// A cached 16-bit row stays packed, two elements per 32-bit register.
+// Records from before `split` and `keep` existed read as split=1, keep=1.
 // Every variant handles any row length; `cache` only decides which lengths
 // take the one-read path.
 #pragma once

@@ -105,7 +105,10 @@ class AnalyticCostModel final : public CostModel {
     const double utilization = cols / (chunks * per_pass);
     // Elements a thread holds at once: its cached vectors, else one vector.
     const double held = (cached ? std::min(cache, chunks) : 1.0) * vec;
-    const double registers = 32.0 + held * (full_inputs * elem / 4.0 + 1.0);
+    // keep=0 on a cached row: no reduction body kept per element (one f32
+    // each for the ops that keep one, about half of them), more arithmetic.
+    const bool recompute = cached && c.get_or("keep", 1) == 0;
+    const double registers = 32.0 + held * (full_inputs * elem / 4.0 + (recompute ? 0.5 : 1.0));
     const double block_threads = threads * per_block;
     // More registers than a block can have: the compiler spills to local
     // memory, which costs about as much again as the excess.
@@ -128,7 +131,7 @@ class AnalyticCostModel final : public CostModel {
     // instructions per element per pass for three passes, issued by one of
     // four schedulers shared with the other resident warps (~2 GHz).
     const double warps_per_scheduler = blocks_per_sm * block_threads / 32.0 / 4.0;
-    const double compute_us = held * 3.0 * 8.0 * warps_per_scheduler / 2000.0;
+    const double compute_us = held * (recompute ? 3.5 : 3.0) * 8.0 * warps_per_scheduler / 2000.0;
     const double phase_us = 1.0 + 2.0 * combine + (cached ? 0.0 : 2.0 * 0.5 * chunks) + 0.5 + compute_us;
     const double resident_rows = blocks_per_sm * per_block / split;
     const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;

@@ -108,6 +108,9 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     const ParamSpace halide = RowReductionTemplate::space(arch, Backend::kHalide, 4, 1);
     EXPECT_EQ(halide.enumerate().size(), 6u);
     for (const Config& c : RowReductionTemplate::seeds(Backend::kHalide, 4)) EXPECT_TRUE(halide.legal(c));
+    // keep=0 only beside a cached row.
+    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
+    EXPECT_TRUE(s.legal(Config::parse("cache=2 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
     // Rows split across a cluster's blocks: sm_90 and later only.
     const bool clusters = arch.arch.number() >= 90;
     EXPECT_EQ(s.legal(Config::parse("cache=8 fast=1 rows=1 split=8 threads=256 vec=4")), clusters);
@@ -133,7 +136,8 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
     for (DType dt : {DType::kF32, DType::kBF16}) {
       Pipeline p = instantiate(c, dt);
       for (const char* cfg : {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2",
-                              "cache=4 fast=1 rows=2 split=4 threads=128 vec=4"}) {
+                              "cache=4 fast=1 rows=2 split=4 threads=128 vec=4",
+                              "cache=4 fast=0 keep=0 rows=1 threads=64 vec=2"}) {
         const Config config = Config::parse(cfg);
         PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
         EXPECT_EQ(k.launch.block[1], config.get("rows"));
@@ -219,6 +223,36 @@ TEST(RowReductionPrinter, OutputsReuseReductionBodiesAndReciprocals) {
                                .source;
   EXPECT_EQ(lsrc.find("kb1"), std::string::npos);
   EXPECT_EQ(lsrc.find("rc0"), std::string::npos);
+}
+
+// keep=0: the outputs evaluate the bodies again and nothing is held per
+// element but the row. A cached bf16 row is held as 32-bit words, two
+// elements each, and split afresh in every pass; f32 and one-element
+// vectors are held as loaded.
+TEST(RowReductionPrinter, KeepZeroRecomputesAndSixteenBitRowsStayPacked) {
+  const auto& c = find_pattern("softmax");
+  const std::string kept = print_row_reduction_kernel(c, instantiate(c, DType::kBF16),
+                                                      Config::parse("cache=2 fast=1 rows=1 threads=128 vec=8"), "k")
+                               .source;
+  EXPECT_NE(kept.find("float kb1[kC][kV];"), std::string::npos);
+  const std::string src = print_row_reduction_kernel(c, instantiate(c, DType::kBF16),
+                                                     Config::parse("cache=2 fast=1 keep=0 rows=1 threads=128 vec=8"), "k")
+                              .source;
+  EXPECT_EQ(src.find("kb1"), std::string::npos) << src;
+  EXPECT_NE(src.find("o0 = (expf((fk_bf2f(in_x) - red0)) * rc0);"), std::string::npos) << src;
+  EXPECT_NE(src.find("typedef fk_pack<unsigned, kV / 2> cache_t;"), std::string::npos);
+  EXPECT_NE(src.find("c_x[j] = active ? fk_load_words<kV>(x_x, col0, cols, aligned) : cache_t();"), std::string::npos);
+  EXPECT_NE(src.find("const pack_t v_x = fk_unwords<kV>(c_x[j]);"), std::string::npos);
+  for (const char* cfg : {"cache=2 fast=1 rows=1 threads=128 vec=1"}) {
+    const std::string one = print_row_reduction_kernel(c, instantiate(c, DType::kBF16), Config::parse(cfg), "k").source;
+    EXPECT_NE(one.find("typedef pack_t cache_t;"), std::string::npos) << cfg;
+    EXPECT_EQ(one.find("fk_unwords<kV>(c_x"), std::string::npos) << cfg;
+  }
+  const std::string f32 = print_row_reduction_kernel(c, instantiate(c, DType::kF32),
+                                                     Config::parse("cache=2 fast=1 rows=1 threads=128 vec=4"), "k")
+                              .source;
+  EXPECT_NE(f32.find("typedef pack_t cache_t;"), std::string::npos);
+  EXPECT_NE(f32.find("const pack_t v_x = c_x[j];"), std::string::npos);
 }
 
 // A row split across a cluster: every block combines the cluster's partials

@@ -103,7 +103,10 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
       const std::vector<std::string> configs = {
           "cache=0 fast=0 rows=1 threads=128 vec=1", "cache=2 fast=0 rows=4 threads=32 vec=" + wide,
           "cache=1 fast=1 rows=2 threads=256 vec=" + wide, "cache=0 fast=0 rows=8 threads=8 vec=2",
-          "cache=4 fast=0 rows=1 threads=1024 vec=" + wide};
+          "cache=4 fast=0 rows=1 threads=1024 vec=" + wide,
+          // Bodies evaluated again in the output pass (keep=0), a bf16 row
+          // packed one and four words per vector.
+          "cache=4 fast=1 keep=0 rows=2 threads=64 vec=2", "cache=8 fast=0 keep=0 rows=1 threads=128 vec=" + wide};
       std::vector<std::string> all = configs;
       // Rows split across a thread-block cluster (sm_90): held in registers
       // (65536 columns exactly fill 8 blocks), and re-read with several
