@@ -17,6 +17,13 @@ the row reductions (softmax, log_softmax, layernorm, rmsnorm, add_layernorm,
 add_rmsnorm, bias_add_softmax) at 256x1024, 32768x1024, 8192x4096, 4096x16384
 and 1024x65536.
 
+Compilation: torch.compile's static-shape graphs (one per op, dtype, size and
+mode) are compiled first by --precompile-workers processes in parallel into a
+fresh Inductor cache; the timed process then loads them from that cache (its
+FX-graph-cache hits and misses are reported). The autotuning choices the
+workers made under each other's load are deleted first, so the timed process
+benchmarks Inductor's kernel configs itself, alone on the GPU.
+
 Timing: kernel time by CUDA events around each call after warm-up, median and
 p20/p80 of many calls, inputs rotated over enough copies to exceed L2; per-call
 time for small sizes as 10 000 back-to-back calls and one synchronize; the
@@ -25,15 +32,23 @@ bytes is the bandwidth limit.
 """
 import argparse
 import ctypes
+import glob
 import json
+import math
+import multiprocessing
+import os
 import statistics
 import sys
+import tempfile
 import time
 
 import torch
 import torch.nn.functional as F
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+# Where inputs live. Only the torch.compile precompile path runs elsewhere
+# (FUSEKIT_PEERS_DEVICE=cpu, a check of the cache mechanics without a GPU).
+DEVICE = os.environ.get("FUSEKIT_PEERS_DEVICE", "cuda")
 ATOL_RTOL = {"f32": (1e-5, 1e-5), "bf16": (1e-4, 2 * 2.0 ** -8)}
 
 
@@ -155,7 +170,7 @@ def make_inputs(layout, names, shape, dtype, gen):
             s = [shape[1]]
         else:
             s = shape
-        tensors.append((torch.rand(s, generator=gen, device="cuda") * 6 - 3).to(dtype))
+        tensors.append((torch.rand(s, generator=gen, device=DEVICE) * 6 - 3).to(dtype))
     return tensors
 
 
@@ -250,6 +265,73 @@ def graph_us(fn, per_graph=100, replays=200):
     return start.elapsed_time(end) * 1000.0 / (replays * per_graph)
 
 
+COMPILE_MODES = [None, "max-autotune-no-cudagraphs"]  # None: torch.compile's default
+
+
+def compile_jobs(ops, quick):
+    """Every static-shape torch.compile graph the suite times: (op, dtype,
+    shape, mode), the most expensive (max-autotune, largest) first."""
+    jobs = []
+    for op, (layout, _, _, _) in OPS.items():
+        if ops and op not in ops:
+            continue
+        for dt_name in DTYPES:
+            for shape in shapes_for(layout, quick):
+                for mode in COMPILE_MODES:
+                    jobs.append((op, dt_name, shape, mode))
+    jobs.sort(key=lambda j: (j[3] is None, -math.prod(j[2])))
+    return jobs
+
+
+def precompile_job(job):
+    """In a worker process: compile and run one graph once, which fills the
+    shared Inductor cache. Returns (job, seconds, error or None)."""
+    op, dt_name, shape, mode = job
+    t0 = time.monotonic()
+    try:
+        import torch._inductor.config as inductor_config
+        inductor_config.compile_threads = 1  # the workers are the parallelism
+        torch._dynamo.config.cache_size_limit = 256
+        layout, names, _, eager = OPS[op]
+        gen = torch.Generator(device=DEVICE)
+        gen.manual_seed(1)
+        ins = make_inputs(layout, names, shape, DTYPES[dt_name], gen)
+        torch.compile(eager, mode=mode, dynamic=False)(*ins)
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
+        return job, time.monotonic() - t0, None
+    except Exception as e:  # reported; the timed process compiles it again
+        return job, time.monotonic() - t0, "%s: %s" % (type(e).__name__, e)
+
+
+def precompile(jobs, workers):
+    """Compiles `jobs` in `workers` processes; then deletes the autotuning
+    results they cached (*.best_config) so the timed process re-benchmarks
+    Inductor's configs on a quiet GPU. Returns a summary for the JSON."""
+    t0 = time.monotonic()
+    errors = []
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        for job, _, err in pool.imap_unordered(precompile_job, jobs):
+            if err:
+                errors.append("%s %s %s %s: %s" % (job[0], job[1], "x".join(map(str, job[2])), job[3], err))
+    stale = glob.glob(os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "**", "*.best_config"), recursive=True)
+    for f in stale:
+        os.remove(f)
+    took = time.monotonic() - t0
+    print("precompiled %d torch.compile graphs in %.0f s with %d processes (%d failed); %d autotuning results "
+          "discarded" % (len(jobs), took, workers, len(errors), len(stale)), flush=True)
+    for e in errors:
+        print("  precompile failed: " + e, file=sys.stderr)
+    return {"graphs": len(jobs), "workers": workers, "seconds": took, "errors": errors,
+            "autotune_results_discarded": len(stale)}
+
+
+def inductor_cache_counters():
+    from torch._dynamo.utils import counters
+    c = counters["inductor"]
+    return {"fxgraph_cache_hit": c["fxgraph_cache_hit"], "fxgraph_cache_miss": c["fxgraph_cache_miss"]}
+
+
 def summarize(samples):
     s = sorted(samples)
     pick = lambda q: s[int(q * (len(s) - 1) + 0.5)]
@@ -264,9 +346,17 @@ def main():
     ap.add_argument("--ops", default="", help="comma-separated subset of the ops")
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="seconds: start no new op after this (the rest are listed as skipped); 0 = none")
+    ap.add_argument("--precompile-workers", type=int, default=8,
+                    help="processes compiling torch.compile's graphs before timing; 0 = compile while timing")
     a = ap.parse_args()
     t_start = time.monotonic()
     skipped = []
+    selected = a.ops.split(",") if a.ops else []
+    # A fresh Inductor cache: every graph is compiled in this run.
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="fusekit-peers-inductor-"))
+    compile_summary = {"workers": 0}
+    if a.precompile_workers > 0:
+        compile_summary = precompile(compile_jobs(selected, a.quick), a.precompile_workers)
     torch.backends.cuda.matmul.allow_tf32 = False
     fk = Fusekit(a.package)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -277,7 +367,7 @@ def main():
     # fixed shapes gets.
     torch._dynamo.config.cache_size_limit = 256
     for op, (layout, names, params, eager) in OPS.items():
-        if a.ops and op not in a.ops.split(","):
+        if selected and op not in selected:
             continue
         if a.deadline and time.monotonic() - t_start > a.deadline:
             skipped.append(op)
@@ -348,13 +438,17 @@ def main():
                 # After every row, so a run cut short keeps what it measured.
                 with open(a.out, "w") as f:
                     json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                               "seconds": time.monotonic() - t_start, "results": results}, f, indent=1)
+                               "seconds": time.monotonic() - t_start, "precompile": compile_summary,
+                               "results": results}, f, indent=1)
     if skipped:
         print("deadline of %.0f s passed: not run: %s" % (a.deadline, " ".join(skipped)), flush=True)
-        with open(a.out, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                       "seconds": time.monotonic() - t_start, "skipped_ops": skipped, "results": results}, f,
-                      indent=1)
+    compile_summary["timed_process"] = inductor_cache_counters()
+    print("Inductor FX graph cache in the timed process: %(fxgraph_cache_hit)d hits, %(fxgraph_cache_miss)d misses"
+          % compile_summary["timed_process"], flush=True)
+    with open(a.out, "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                   "seconds": time.monotonic() - t_start, "precompile": compile_summary, "skipped_ops": skipped,
+                   "results": results}, f, indent=1)
     # Summary: ratios at the largest size, geometric means.
     print("\n%-22s %-4s %10s %10s %10s" % ("op", "dtype", "fk/ind", "fk/eager", "x copy"))
     ratios_ind, ratios_eager = [], []

@@ -2,7 +2,7 @@
 # The reduction issue's GPU steps in one call: the GPU tests (row reductions
 # included), copies of the byte counts the row ops move, a tune of every row
 # op at the issue's shapes, and memcheck of the winners (SKIP_TESTS=1 leaves
-# the GPU tests out). Expects .device/
+# the GPU tests out; DTYPES, BUDGET, BACKENDS narrow the tune). Expects .device/
 # from scripts/prepare_device.sh. Writes at most 8 files under $OUT.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -26,7 +26,7 @@ done
 tail -8 "$out/copy.jsonl" >>"$log"
 
 step tune the row ops
-timeout ${TUNE_TIMEOUT:-300} "$bin/fusekit" tune --arch sm_90 --pattern $ops --dtype f32,bf16 \
+timeout ${TUNE_TIMEOUT:-300} "$bin/fusekit" tune --arch sm_90 --pattern $ops --dtype ${DTYPES:-f32,bf16} \
   --backend ${BACKENDS:-nvrtc,halide} --budget ${BUDGET:-16} --db /tmp/rows.db >"$out/tune.txt" 2>"$out/tune_progress.txt"
 echo "tune rc=$?" | tee -a "$log"
 "$bin/fusekit" db export --db /tmp/rows.db "$out/records.jsonl" >>"$log" 2>&1
@@ -38,7 +38,7 @@ done
 
 step memcheck of every winner
 timeout ${MEMCHECK_TIMEOUT:-90} compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fusekit" verify \
-  --arch sm_90 --pattern $ops --dtype f32,bf16 --sizes ${MEMCHECK_SIZES:-256x1024,3000x3001,9x65537} --db /tmp/rows.db >"$out/memcheck.txt" 2>&1
+  --arch sm_90 --pattern $ops --dtype ${DTYPES:-f32,bf16} --sizes ${MEMCHECK_SIZES:-256x1024,3000x3001,9x65537} --db /tmp/rows.db >"$out/memcheck.txt" 2>&1
 echo "memcheck rc=$?" | tee -a "$log"
 tail -3 "$out/memcheck.txt" | tee -a "$log"
 step done
