@@ -346,6 +346,9 @@ def main():
     ap.add_argument("--ops", default="", help="comma-separated subset of the ops")
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="seconds: start no new op after this (the rest are listed as skipped); 0 = none")
+    ap.add_argument("--package-ready", default="",
+                    help="a file another process writes once --package is built (its text: 'ok' or why not); "
+                         "compiling torch.compile's graphs overlaps the build")
     ap.add_argument("--precompile-workers", type=int, default=8,
                     help="processes compiling torch.compile's graphs before timing; 0 = compile while timing")
     a = ap.parse_args()
@@ -358,6 +361,16 @@ def main():
     if a.precompile_workers > 0:
         compile_summary = precompile(compile_jobs(selected, a.quick), a.precompile_workers)
     torch.backends.cuda.matmul.allow_tf32 = False
+    if a.package_ready:
+        while not os.path.exists(a.package_ready):
+            if time.monotonic() - t_start > 600:
+                sys.exit("no %s after 600 s: the package build did not finish" % a.package_ready)
+            time.sleep(1)
+        with open(a.package_ready) as f:
+            state = f.read().strip()
+        if state != "ok":
+            sys.exit("the package build failed: " + state)
+        print("package ready after %.0f s" % (time.monotonic() - t_start), flush=True)
     fk = Fusekit(a.package)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     results = []

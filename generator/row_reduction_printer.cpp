@@ -320,8 +320,11 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
         s += indent + "const pack_t v_" + in.name + " = fk_load<" + st + ", kV>(g_" + in.name +
              ", col0, cols, aligned);\n";
     }
-    s += "#pragma unroll\n" + indent + "for (int l = 0; l < kV; ++l)\n";
-    s += indent + "  if (col0 + l < cols) " + action + "\n";
+    // A whole vector (every one but a row's last, when cols % kV != 0) runs
+    // without a guard per lane.
+    s += indent + "if (col0 + kV <= cols) {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l) " + action +
+         "\n" + indent + "} else {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l)\n" + indent +
+         "    if (col0 + l < cols) " + action + "\n" + indent + "}\n";
     return s;
   };
   auto is_kept = [&](size_t k) { return std::find(kept.begin(), kept.end(), k) != kept.end(); };

@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
 # fusekit against PyTorch eager, TorchScript and torch.compile in one call
 # (bench/peers.py), through a package built from $RECORDS (JSONL files,
-# space-separated) on the GPU machine (reused if an earlier call on the same
-# machine left it in /tmp/pkg).
+# space-separated) on the GPU machine while peers.py compiles torch.compile's
+# graphs (reused if an earlier call on the same machine left it in /tmp/pkg).
+# Then, with the time left, the package's kernels against the CPU reference
+# and under memcheck. Expects .device/ from scripts/prepare_device.sh.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 pkg=/tmp/pkg
-if [ ! -f "$pkg/lib/libfusekit_kernels.so" ]; then
-  step package
+ready=/tmp/pkg.ready
+step package and peers
+if [ -f "$pkg/lib/libfusekit_kernels.so" ]; then
+  echo ok >"$ready"
+else
+  rm -f "$ready"
   # shellcheck disable=SC2086
-  build_package "$pkg" ${RECORDS:?}
-  echo "build rc=$?" | tee -a "$log"
+  ( build_package "$pkg" ${RECORDS:?} && echo ok >"$ready.tmp" || echo "build failed, see log.txt" >"$ready.tmp"
+    mv "$ready.tmp" "$ready" ) &
 fi
-step peers
-timeout ${PEERS_TIMEOUT:-480} python3 bench/peers.py --package "$pkg" --out "$out/peers.json" ${PEERS_ARGS:-} \
-  2>"$out/peers_stderr.txt" | tee "$out/peers.txt"
+timeout ${PEERS_TIMEOUT:-480} python3 bench/peers.py --package "$pkg" --package-ready "$ready" --out "$out/peers.json" \
+  ${PEERS_ARGS:-} 2>"$out/peers_stderr.txt" | tee "$out/peers.txt"
 echo "peers rc=${PIPESTATUS[0]}" | tee -a "$log"
+wait
+if [ -n "${VERIFY:-}" ]; then
+  step every kernel of the package against the CPU reference, then memcheck up to 1 M elements
+  { timeout ${VERIFY_TIMEOUT:-60} "$bin/fusekit" verify --package "$pkg" --max-elements ${VERIFY_MAX:-17000000}
+    echo "verify rc=$?"
+    timeout ${MEMCHECK_TIMEOUT:-60} compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fusekit" verify \
+      --package "$pkg" --max-elements 1100000
+    echo "memcheck rc=$?"; } >"$out/verify_package.txt" 2>&1
+  grep "rc=\|checks\|ERROR SUMMARY" "$out/verify_package.txt" | tee -a "$log"
+fi
 step done

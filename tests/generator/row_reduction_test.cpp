@@ -243,6 +243,12 @@ TEST(RowReductionPrinter, KeepZeroRecomputesAndSixteenBitRowsStayPacked) {
   EXPECT_NE(src.find("typedef fk_pack<unsigned, kV / 2> cache_t;"), std::string::npos);
   EXPECT_NE(src.find("c_x[j] = active ? fk_load_words<kV>(x_x, col0, cols, aligned) : cache_t();"), std::string::npos);
   EXPECT_NE(src.find("const pack_t v_x = fk_unwords<kV>(c_x[j]);"), std::string::npos);
+  // Whole vectors run without a guard per lane; a row's last, partial one with.
+  EXPECT_NE(src.find("if (col0 + kV <= cols) {\n#pragma unroll\n          for (int l = 0; l < kV; ++l) acc = fmaxf(acc, "
+                     "fk_body0(v_x.v[l], red0, red1));"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("if (col0 + l < cols) acc = fmaxf(acc, fk_body0(v_x.v[l], red0, red1));"), std::string::npos);
   for (const char* cfg : {"cache=2 fast=1 rows=1 threads=128 vec=1"}) {
     const std::string one = print_row_reduction_kernel(c, instantiate(c, DType::kBF16), Config::parse(cfg), "k").source;
     EXPECT_NE(one.find("typedef pack_t cache_t;"), std::string::npos) << cfg;
