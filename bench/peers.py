@@ -268,6 +268,15 @@ def graph_us(fn, per_graph=100, replays=200):
 COMPILE_MODES = [None, "max-autotune-no-cudagraphs"]  # None: torch.compile's default
 
 
+def set_torch_state():
+    """What the timed process and the precompile workers both set: the FX
+    graph cache's key includes global state such as the matmul precision."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    # One static-shape compilation per op, dtype and size, as a model with
+    # fixed shapes gets.
+    torch._dynamo.config.cache_size_limit = 256
+
+
 def compile_jobs(ops, quick):
     """Every static-shape torch.compile graph the suite times: (op, dtype,
     shape, mode), the most expensive (max-autotune, largest) first."""
@@ -291,7 +300,7 @@ def precompile_job(job):
     try:
         import torch._inductor.config as inductor_config
         inductor_config.compile_threads = 1  # the workers are the parallelism
-        torch._dynamo.config.cache_size_limit = 256
+        set_torch_state()
         layout, names, _, eager = OPS[op]
         gen = torch.Generator(device=DEVICE)
         gen.manual_seed(1)
@@ -360,7 +369,7 @@ def main():
     compile_summary = {"workers": 0}
     if a.precompile_workers > 0:
         compile_summary = precompile(compile_jobs(selected, a.quick), a.precompile_workers)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    set_torch_state()
     if a.package_ready:
         while not os.path.exists(a.package_ready):
             if time.monotonic() - t_start > 600:
@@ -376,9 +385,6 @@ def main():
     results = []
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
-    # One static-shape compilation per op, dtype and size, as a model with
-    # fixed shapes gets.
-    torch._dynamo.config.cache_size_limit = 256
     for op, (layout, names, params, eager) in OPS.items():
         if selected and op not in selected:
             continue

@@ -3,7 +3,8 @@
 # every kernel verified through the C API (cubins, then PTX), memcheck, and
 # the profiling figures of every op (bench/profile_kernels.py: wall time per
 # call, CUDA events, Nsight Compute). Expects .device/ from
-# scripts/prepare_device.sh. Writes at most 8 files under $OUT.
+# scripts/prepare_device.sh (REUSE_PACKAGE=1: a package an earlier step of
+# the same call left in /tmp/pkg). Writes at most 8 files under $OUT.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 pkg=/tmp/pkg
@@ -12,9 +13,13 @@ step environment
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; ncu --version | tail -1; } >>"$log" 2>&1
 
 step package
-# shellcheck disable=SC2086
-build_package "$pkg" ${RECORDS:?}
-echo "build rc=$?" | tee -a "$log"
+if [ -n "${REUSE_PACKAGE:-}" ] && [ -f "$pkg/lib/libfusekit_kernels.so" ]; then
+  echo "reusing $pkg" | tee -a "$log"
+else
+  # shellcheck disable=SC2086
+  build_package "$pkg" ${RECORDS:?}
+  echo "build rc=$?" | tee -a "$log"
+fi
 
 step every kernel of the package against the CPU reference, cubins then PTX
 { timeout ${VERIFY_TIMEOUT:-150} "$bin/fusekit" verify --package "$pkg" --max-elements ${VERIFY_MAX:-17000000}
