@@ -193,8 +193,11 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   const int split = static_cast<int>(config.get_or("split", 1));
   // keep=0: the outputs evaluate reduction bodies again instead of holding
   // them per element (fewer registers, more arithmetic). Records from before
-  // the parameter existed kept them.
-  const bool keep_bodies = config.get_or("keep", 1) != 0;
+  // the parameter existed kept them (keep=1). keep=2: kept bodies also feed
+  // the later reductions of the cached path (add_layernorm's variance reads
+  // the kept x + residual, so the inputs' registers free after the first pass).
+  const int64_t keep_mode = config.get_or("keep", 1);
+  const bool keep_bodies = keep_mode != 0, feed_later = keep_mode == 2;
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   const bool words = pipe.dtype != DType::kF32 && vec >= 2;  // a cached 16-bit row stays packed
   const std::string round1 = round_one_fn(pipe.dtype);
@@ -232,6 +235,10 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   std::vector<Expr> outputs = pipe.stored;
   std::vector<size_t> kept;
   std::map<std::string, std::string> point_values = red_values;
+  // The cached path's reduction bodies; with keep=2, kept earlier bodies
+  // substituted into them.
+  std::vector<Expr> cached_bodies;
+  for (const auto& r : pipe.reductions) cached_bodies.push_back(r.body.value());
   // Later bodies first: they may contain earlier ones (bias_add_softmax's
   // exp(scale * x + mask - max) holds the max's body).
   for (size_t k = nred; k-- > 0;) {
@@ -240,14 +247,32 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     Halide::Func kb("fk_kb" + std::to_string(k));
     kb(pipe.vars) = body;
     bool used = false;
-    for (auto& e : outputs) {
+    auto replace_in = [&](Expr& e) {
       const Expr replaced = Halide::Internal::substitute(body, kb(pipe.vars), e);
       used = used || !replaced.same_as(e);
       e = replaced;
-    }
+    };
+    for (auto& e : outputs) replace_in(e);
+    if (feed_later)
+      for (size_t j = k + 1; j < nred; ++j) replace_in(cached_bodies[j]);
     if (!used) continue;
     kept.insert(kept.begin(), k);
     point_values[kb.name()] = "kb" + std::to_string(k);
+  }
+  // fk_cbody<k>: a cached-path body that reads kept earlier bodies, which
+  // come after the shared arguments.
+  std::vector<bool> reads_kept(nred, false);
+  for (size_t k = 0; k < nred; ++k) {
+    if (cached_bodies[k].same_as(pipe.reductions[k].body.value())) continue;
+    reads_kept[k] = true;
+    std::string csig = sig;
+    for (size_t i : kept)
+      if (i < k) csig += ", const float kb" + std::to_string(i);
+    std::string stmts;
+    const std::string value =
+        print_cuda_expr(strip_cast(cached_bodies[k]), &stmts, "c" + std::to_string(k) + "_", &point_values);
+    src << "static __device__ __forceinline__ float fk_cbody" << k << "(" << csig << ") {\n"
+        << stmts << "  return " << value << ";\n}\n";
   }
   HoistRowDivisors hoist(red_values, pipe.vars);
   for (auto& e : outputs) e = hoist.mutate(e);
@@ -330,7 +355,14 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   auto is_kept = [&](size_t k) { return std::find(kept.begin(), kept.end(), k) != kept.end(); };
   auto reduce_action = [&](size_t k, bool cached) {
     const bool is_max = pipe.reductions[k].kind == Reduction::kMax;
-    const std::string n = std::to_string(k), call = "fk_body" + n + "(" + args_at("l") + ")";
+    const std::string n = std::to_string(k);
+    std::string call = "fk_body" + n + "(" + args_at("l") + ")";
+    if (cached && reads_kept[k]) {
+      call = "fk_cbody" + n + "(" + args_at("l");
+      for (size_t i : kept)
+        if (i < k) call += ", kb" + std::to_string(i) + "[j][l]";
+      call += ")";
+    }
     if (cached && is_kept(k))
       return "{ kb" + n + "[j][l] = " + call + "; acc " + (is_max ? "= fmaxf(acc, kb" + n + "[j][l]);" : "+= kb" + n + "[j][l];") + " }";
     return std::string(is_max ? "acc = fmaxf(acc, " + call + ");" : "acc += " + call + ";");

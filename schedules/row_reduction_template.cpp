@@ -21,7 +21,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("fast", {0, 1});
   // Parameters added after the first records: absent reads as 1.
   s.add("split", {1, 2, 4, 8}, 1);
-  s.add("keep", {0, 1}, 1);
+  s.add("keep", {0, 1, 2}, 1);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -36,7 +36,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
             [clusters](const Config& c) { return c.get_or("split", 1) == 1 || clusters; });
   // Reduction bodies are kept per element only beside a cached row; a
   // re-reading schedule evaluates them again either way.
-  s.require("keep=0 without a cached row (cache=0 re-reads the row: nothing is kept)",
+  s.require("keep=0 or 2 without a cached row (cache=0 re-reads the row: nothing is kept)",
             [](const Config& c) { return c.get_or("keep", 1) == 1 || c.get("cache") > 0; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = cached_inputs < 1 ? 1 : cached_inputs;
@@ -73,8 +73,11 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
       c.set("split", s[3]);
       c.set("fast", fast);
       // Reduction bodies kept per element cost one f32 register each: a
-      // 16-bit row of 32 or more elements per thread recomputes them.
-      c.set("keep", element_bytes < 4 && c.get("cache") * wide >= 32 ? 0 : 1);
+      // 16-bit row of 32 or more elements per thread recomputes them; else
+      // they are kept and feed the later reductions too (keep=2, which
+      // prints the same kernel as keep=1 where no later reduction holds a
+      // kept body). A re-reading seed keeps nothing (keep=1).
+      c.set("keep", c.get("cache") == 0 ? 1 : element_bytes < 4 && c.get("cache") * wide >= 32 ? 0 : 2);
       out.push_back(c);
     }
   return out;

@@ -18,12 +18,15 @@
 //            cluster (sm_90+): each block reduces its
 //            share, the cluster combines the partials
 //            through distributed shared memory
-//   keep     1: reduction bodies that the outputs    0, 1 (0 needs cache > 0)
-//            contain are kept per element in
+//   keep     1: reduction bodies that the outputs    0, 1, 2 (0 and 2 need
+//            contain are kept per element in         cache > 0)
 //            registers beside the cached row
 //            (softmax's exp(x - max) is evaluated
 //            once); 0: evaluated again, one f32
-//            register per element fewer
+//            register per element fewer; 2: as 1,
+//            and kept bodies also feed the later
+//            reductions (add_layernorm's variance
+//            reads the kept sum, not both inputs)
 // A cached 16-bit row stays packed, two elements per 32-bit register.
 // Records from before `split` and `keep` existed read as split=1, keep=1.
 // Every variant handles any row length; `cache` only decides which lengths

@@ -23,8 +23,10 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
 #   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
   --rows-run bb06126+4817c18 "$r-bb06126-rows-records.jsonl" "$r-bb06126-rows-copy.jsonl" \
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt" --rows-notes docs/performance_rows_notes.md \
+  --rows-run 66ed6e3 "$r-66ed6e3-rows-records.jsonl" "$r-66ed6e3-rows-copy.jsonl" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt" \
+  --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
 scripts/prepare_device.sh build && SKIP_TESTS=1 BACKENDS=nvrtc TUNE_TIMEOUT=400 MEMCHECK_TIMEOUT=100 BUDGET=20 \\
@@ -34,22 +36,33 @@ scripts/prepare_device.sh build && SKIP_TESTS=1 BACKENDS=nvrtc TUNE_TIMEOUT=400 
 #   4817c18: nvrtc) (shapes 256x1024 32768x1024 8192x4096 4096x16384 1024x65536 3000x3001); compute-sanitizer
 #   memcheck of fusekit verify of every winner at 256x1024, 3000x3001 (and 9x65537 in 4817c18).
 # 4817c18 changed the bf16 seeds (half the threads, twice the cached vectors); the two runs' records are
-# imported into one database, so each shape bucket's winner is the faster of the two runs." \
+# imported into one database, so each shape bucket's winner is the faster of the two runs.
+scripts/prepare_device.sh build && DTYPES=bf16 BUDGET=28 BACKENDS=nvrtc TUNE_TIMEOUT=300 \
+  bash scripts/gpu_reduction_session.sh                                           # run 55b0be7, 4 min 33 s
+scripts/prepare_device.sh build && DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc TUNE_TIMEOUT=400 TEST_TIMEOUT=150 \
+  MEMCHECK_TIMEOUT=60 bash scripts/gpu_reduction_session.sh                       # run 66ed6e3, 8 min 10 s
+# 55b0be7: bf16 rows held packed in registers and the keep parameter (bf16 only); 66ed6e3 adds whole vectors
+# without per-lane guards, which changes every NVRTC row kernel, so its records (f32 and bf16) replace the
+# earlier runs' NVRTC winners in this table; the Halide column is still run bb06126's." \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --profile "$r-35bdc8c-profile-profile.json" \
-  --profile-command "scripts/prepare_device.sh build && R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \\
-  \$R-a2a0ff6-64m-records.jsonl \$R-bb06126-rows-records.jsonl \$R-4817c18-rows-records.jsonl\" \\
-  bash scripts/gpu_profile_session.sh                                             # run 35bdc8c, 2 min 11 s
-# = fusekit build --arch sm_90 from those records (pointwise: a11723e and a2a0ff6-64m; rows: bb06126, 4817c18);
+  --profile "$r-afed57a-profile-profile.json" \
+  --profile-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \
+  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl\"
+PEERS_TIMEOUT=120 PEERS_ARGS=\"--quick --ops relu_add,softmax\" bash scripts/gpu_peers_session.sh; REUSE_PACKAGE=1 \
+  VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=40 CALLS_TIMEOUT=60 NCU_TIMEOUT=100 bash scripts/gpu_profile_session.sh  # run afed57a
+# = fusekit build --arch sm_90 from those records (pointwise: a11723e and a2a0ff6-64m; rows: 66ed6e3), during a
+#   quick peers.py run (relu_add and softmax; FX graph cache: 16 hits, 0 misses; results in *-afed57a-peersquick-*);
 #   fusekit verify --package (cubins up to 17 M elements: 126 checks, 0 failed; PTX: 84 checks, 0 failed);
 #   compute-sanitizer memcheck of verify --package up to 1.1 M elements (84 checks, 0 errors);
 #   python3 bench/profile_kernels.py calls; ncu --clock-control none --nvtx --nvtx-include fk/ ... ncu; merge" \
-  --peers be00df7 "$r-be00df7-peers-peers.json,$r-be00df7-peers2-peers.json" --plots img \
+  --peers eb15259 "$r-eb15259-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
-  --peers-command "# the package of the profile run, at be00df7 (peers.py unchanged since):
-scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"(as above)\"
-PEERS_TIMEOUT=530 PEERS_ARGS=\"--deadline 440\" bash scripts/gpu_peers_session.sh     # 480 s; 12 of 14 ops
-PEERS_TIMEOUT=200 PEERS_ARGS=\"--ops add_rmsnorm,bias_add_softmax\" bash scripts/gpu_peers_session.sh  # 114 s
-# = python3 bench/peers.py --package /tmp/pkg --out peers.json [--deadline 440 | --ops ...]"
+  --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \
+  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl\"
+PEERS_TIMEOUT=540 VERIFY=1 VERIFY_TIMEOUT=25 MEMCHECK_TIMEOUT=25 bash scripts/gpu_peers_session.sh  # run eb15259
+# = fusekit build --arch sm_90 from those records, in the background, while
+#   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
+#   compiles torch.compile's 252 graphs in 8 processes and then times every op; then fusekit verify --package
+#   (126 checks, 0 failed) and its memcheck (84 checks, 0 errors)"

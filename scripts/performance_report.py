@@ -200,6 +200,9 @@ def rows_section(w, a):
     under one label pool their records, as one tuning database holds them:
     the best record per shape wins, whichever run measured it."""
     by_key, copies = {}, collections.defaultdict(list)
+    # Halide schedules, from every run: a later NVRTC-only run replaces the
+    # NVRTC winners, not the Halide column.
+    halide_all = collections.defaultdict(list)
     labels = []
     pooled = collections.OrderedDict()
     for label, rec_path, copy_path in a.rows_run:
@@ -213,6 +216,8 @@ def rows_section(w, a):
                 if r["shape"] != "any":
                     r["run"] = run
                     pooled[label][(r["pattern"], r["dtype"], r["shape"])].append(r)
+                    if r["backend"] == "halide" and r["status"] == "ok":
+                        halide_all[(r["pattern"], r["dtype"], r["shape"])].append(r["median_us"])
         for l in open(copy_path):
             if l.strip():
                 c = json.loads(l)
@@ -227,7 +232,7 @@ def rows_section(w, a):
         if not ok:
             continue
         b = min(ok, key=lambda r: r["median_us"])
-        halide = [r["median_us"] for r in ok if r["backend"] == "halide"]
+        halide = halide_all[(op, dt, shape)]
         traffic = b["bandwidth_gbps"] * b["median_us"] * 1e3
         near = [n for n in copies if abs(2 * n - traffic) <= 0.06 * traffic]
         same = statistics.median(copies[near[0]]) if near else None
@@ -248,8 +253,9 @@ def rows_section(w, a):
     w("```\n%s\n```\n" % a.rows_command)
     w("Every candidate verified against the Halide pipeline evaluated in double on the CPU (inputs in [-3, 3),")
     w("the odd shape 97x1001 and every timed shape), with f32 tolerances widened by 1 + sqrt(cols)/16. Times are")
-    w("the best measured schedule per op, dtype and shape over the runs listed (NVRTC schedules; the Halide")
-    w("column is the best Halide schedule, f32 only: Halide 14 cannot build bf16 kernels);")
+    w("the best measured schedule per op, dtype and shape of the last run listed that measured it (NVRTC")
+    w("schedules; the Halide column is the best Halide schedule of any run, f32 only: Halide 14 cannot build")
+    w("bf16 kernels);")
     w("fractions are of a device copy of the same traffic (copies of runs %s pooled) and of a 1 GiB copy"
       % ", ".join(labels))
     w("(%.0f GB/s).\n" % one_gib)
@@ -385,6 +391,16 @@ def peers_section(w, label, path, command, doc, plots, notes=""):
                                  "%d calls of %s s" % (len(parts), " + ".join("%.0f" % d.get("seconds", 0)
                                                                               for d in parts))))
     w("```\n%s\n```\n" % command)
+    for d in parts:
+        pc = d.get("precompile")
+        if pc and pc.get("workers"):
+            tp = pc.get("timed_process", {})
+            w("torch.compile: %d static-shape graphs compiled by %d processes in %.0f s before timing (%d "
+              "autotuning results they cached deleted); the timed process then had %s FX-graph-cache hits and %s "
+              "misses. Whole suite: %.0f s.\n" % (pc["graphs"], pc["workers"], pc["seconds"],
+                                                 pc.get("autotune_results_discarded", 0),
+                                                 tp.get("fxgraph_cache_hit", "?"), tp.get("fxgraph_cache_miss", "?"),
+                                                 d.get("seconds", 0)))
     w("fusekit runs through the emitted package's C ABI (`fusekit_launch` via ctypes) on PyTorch's stream.")
     w("Every fusekit output was checked against eager run on the inputs widened to f32 and rounded once to the")
     w("storage dtype, with fusekit's tolerances: %d of %d checks passed. Kernel time: CUDA events around each"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
@@ -137,7 +138,8 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
       Pipeline p = instantiate(c, dt);
       for (const char* cfg : {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2",
                               "cache=4 fast=1 rows=2 split=4 threads=128 vec=4",
-                              "cache=4 fast=0 keep=0 rows=1 threads=64 vec=2"}) {
+                              "cache=4 fast=0 keep=0 rows=1 threads=64 vec=2",
+                              "cache=4 fast=1 keep=2 rows=1 threads=64 vec=4"}) {
         const Config config = Config::parse(cfg);
         PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
         EXPECT_EQ(k.launch.block[1], config.get("rows"));
@@ -259,6 +261,42 @@ TEST(RowReductionPrinter, KeepZeroRecomputesAndSixteenBitRowsStayPacked) {
                               .source;
   EXPECT_NE(f32.find("typedef pack_t cache_t;"), std::string::npos);
   EXPECT_NE(f32.find("const pack_t v_x = c_x[j];"), std::string::npos);
+}
+
+// keep=2: add_layernorm's variance pass reads the kept sum x + residual
+// (the cached path only; re-reading rows evaluate the body as written), so
+// neither input is read after the first pass.
+TEST(RowReductionPrinter, KeptBodiesFeedLaterReductions) {
+  const auto& c = find_pattern("add_layernorm");
+  const Config keep2 = Config::parse("cache=4 fast=1 keep=2 rows=1 threads=128 vec=4");
+  const std::string src = print_row_reduction_kernel(c, instantiate(c, DType::kF32), keep2, "k").source;
+  EXPECT_NE(src.find("float fk_cbody1(const float in_x, const float in_residual, const float in_w, const float in_b, "
+                     "const float red0, const float red1, const float p_eps, const float kb0) {"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("(kb0 - red0)"), std::string::npos);
+  EXPECT_NE(src.find("acc += fk_cbody1(v_x.v[l], v_residual.v[l], v_w.v[l], v_b.v[l], red0, red1, p_eps, kb0[j][l]);"),
+            std::string::npos);
+  // The re-reading path still evaluates the body from the inputs.
+  EXPECT_NE(src.find("acc += fk_body1(v_x.v[l], v_residual.v[l], v_w.v[l], v_b.v[l], red0, red1, p_eps);"),
+            std::string::npos);
+  // keep=1 prints no fk_cbody; ops whose later reductions hold no kept body
+  // print the same kernel for keep=1 and keep=2.
+  const std::string src1 =
+      print_row_reduction_kernel(c, instantiate(c, DType::kF32), Config::parse("cache=4 fast=1 keep=1 rows=1 threads=128 vec=4"), "k")
+          .source;
+  EXPECT_EQ(src1.find("fk_cbody"), std::string::npos);
+  for (const char* op : {"softmax", "layernorm", "rmsnorm", "add_rmsnorm"}) {
+    const auto& o = find_pattern(op);
+    // Let names carry a process-wide counter (b0_t35): compared without it.
+    auto print = [&](const char* cfg) {
+      return std::regex_replace(
+          print_row_reduction_kernel(o, instantiate(o, DType::kBF16), Config::parse(cfg), "k").source,
+          std::regex("_t[0-9]+"), "_t");
+    };
+    EXPECT_EQ(print("cache=4 fast=1 keep=1 rows=1 threads=128 vec=8"), print("cache=4 fast=1 keep=2 rows=1 threads=128 vec=8"))
+        << op;
+  }
 }
 
 // A row split across a cluster: every block combines the cluster's partials

@@ -106,7 +106,9 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           "cache=4 fast=0 rows=1 threads=1024 vec=" + wide,
           // Bodies evaluated again in the output pass (keep=0), a bf16 row
           // packed one and four words per vector.
-          "cache=4 fast=1 keep=0 rows=2 threads=64 vec=2", "cache=8 fast=0 keep=0 rows=1 threads=128 vec=" + wide};
+          "cache=4 fast=1 keep=0 rows=2 threads=64 vec=2", "cache=8 fast=0 keep=0 rows=1 threads=128 vec=" + wide,
+          // Kept bodies feeding the later reductions (keep=2).
+          "cache=2 fast=0 keep=2 rows=2 threads=128 vec=" + wide};
       std::vector<std::string> all = configs;
       // Rows split across a thread-block cluster (sm_90): held in registers
       // (65536 columns exactly fill 8 blocks), and re-read with several
