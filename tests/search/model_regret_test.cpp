@@ -37,6 +37,21 @@ TEST(ModelRegret, RanksTheH200RowReductions) {
   EXPECT_LE(median_regret(kinds.at("rows bf16 nvrtc")), 0.40);
 }
 
+// Run 66ed6e3: bf16 rows held packed, the keep parameter, and the model's
+// favourites measured beside the seeds (cache=16 with 8-32 threads per row,
+// which the model overrates: its worst picks). Held to what it is.
+TEST(ModelRegret, RanksThePackedRowKernels) {
+  const auto kinds = model_regret(read_measured_records({kResults + "66ed6e3-rows-records.jsonl"}));
+  const auto& f32 = kinds.at("rows f32 nvrtc");
+  const auto& bf16 = kinds.at("rows bf16 nvrtc");
+  ASSERT_EQ(f32.size(), 42u);
+  ASSERT_EQ(bf16.size(), 42u);
+  EXPECT_LE(median_regret(f32), 0.07);
+  EXPECT_GE(within(f32, 0.10), 32) << "f32 row shapes whose model pick is within 10 % of the best";
+  EXPECT_LE(median_regret(bf16), 0.21);
+  EXPECT_GE(within(bf16, 0.10), 16) << "bf16 row shapes whose model pick is within 10 % of the best";
+}
+
 TEST(ModelRegret, RanksTheH200PointwiseKernels) {
   const auto kinds = model_regret(read_measured_records(
       {kResults + "a11723e-records.jsonl", kResults + "a2a0ff6-64m-records.jsonl"}));
