@@ -261,13 +261,18 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   }
   // fk_cbody<k>: a cached-path body that reads kept earlier bodies, which
   // come after the shared arguments.
+  auto kept_before = [&](size_t k) {
+    std::vector<std::string> names;
+    for (size_t i : kept)
+      if (i < k) names.push_back("kb" + std::to_string(i));
+    return names;
+  };
   std::vector<bool> reads_kept(nred, false);
   for (size_t k = 0; k < nred; ++k) {
     if (cached_bodies[k].same_as(pipe.reductions[k].body.value())) continue;
     reads_kept[k] = true;
     std::string csig = sig;
-    for (size_t i : kept)
-      if (i < k) csig += ", const float kb" + std::to_string(i);
+    for (const std::string& kb : kept_before(k)) csig += ", const float " + kb;
     std::string stmts;
     const std::string value =
         print_cuda_expr(strip_cast(cached_bodies[k]), &stmts, "c" + std::to_string(k) + "_", &point_values);
@@ -359,8 +364,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string call = "fk_body" + n + "(" + args_at("l") + ")";
     if (cached && reads_kept[k]) {
       call = "fk_cbody" + n + "(" + args_at("l");
-      for (size_t i : kept)
-        if (i < k) call += ", kb" + std::to_string(i) + "[j][l]";
+      for (const std::string& kb : kept_before(k)) call += ", " + kb + "[j][l]";
       call += ")";
     }
     if (cached && is_kept(k))

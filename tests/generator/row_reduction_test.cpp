@@ -36,6 +36,12 @@ std::vector<float> ref(const std::string& pattern, int64_t rows, int64_t cols,
   return v;
 }
 
+// The CUDA C of a catalog row op for one schedule.
+std::string row_source(const std::string& pattern, DType dtype, const std::string& config) {
+  const auto& c = find_pattern(pattern);
+  return print_row_reduction_kernel(c, instantiate(c, dtype), Config::parse(config), "k").source;
+}
+
 void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-6) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
@@ -202,27 +208,18 @@ TEST(RowReductionPrinter, ReductionsComeFromTheHalideExprs) {
 // registers (kept in kb1, then reused by the output) and multiplies by the
 // reciprocal of the row's sum; re-reading schedules recompute the body.
 TEST(RowReductionPrinter, OutputsReuseReductionBodiesAndReciprocals) {
-  const auto& c = find_pattern("softmax");
-  const std::string src = print_row_reduction_kernel(c, instantiate(c, DType::kBF16),
-                                                     Config::parse("cache=2 fast=1 rows=1 threads=128 vec=8"), "k")
-                              .source;
+  const std::string src = row_source("softmax", DType::kBF16, "cache=2 fast=1 rows=1 threads=128 vec=8");
   EXPECT_NE(src.find("const float kb1, const float rc0, float& o0) {\n  o0 = (kb1 * rc0);"), std::string::npos) << src;
   EXPECT_NE(src.find("kb1[j][l] = fk_body1("), std::string::npos);
   EXPECT_NE(src.find("const float rc0 = 1.0f / red1;"), std::string::npos);
   EXPECT_NE(src.find("fk_point(v_x.v[l], red0, red1, fk_body1(v_x.v[l], red0, red1), rc0, w_o0[l])"),
             std::string::npos);
   // bias_add_softmax keeps the exp (which holds the max's body), not the max's body.
-  const auto& b = find_pattern("bias_add_softmax");
-  const std::string bsrc = print_row_reduction_kernel(b, instantiate(b, DType::kF32),
-                                                      Config::parse("cache=2 fast=1 rows=1 threads=128 vec=4"), "k")
-                               .source;
+  const std::string bsrc = row_source("bias_add_softmax", DType::kF32, "cache=2 fast=1 rows=1 threads=128 vec=4");
   EXPECT_NE(bsrc.find("o0 = (kb1 * rc0);"), std::string::npos) << bsrc;
   EXPECT_EQ(bsrc.find("kb0"), std::string::npos);
   // log_softmax's output holds no body and divides by nothing.
-  const auto& l = find_pattern("log_softmax");
-  const std::string lsrc = print_row_reduction_kernel(l, instantiate(l, DType::kF32),
-                                                      Config::parse("cache=2 fast=1 rows=1 threads=128 vec=4"), "k")
-                               .source;
+  const std::string lsrc = row_source("log_softmax", DType::kF32, "cache=2 fast=1 rows=1 threads=128 vec=4");
   EXPECT_EQ(lsrc.find("kb1"), std::string::npos);
   EXPECT_EQ(lsrc.find("rc0"), std::string::npos);
 }
@@ -232,14 +229,9 @@ TEST(RowReductionPrinter, OutputsReuseReductionBodiesAndReciprocals) {
 // elements each, and split afresh in every pass; f32 and one-element
 // vectors are held as loaded.
 TEST(RowReductionPrinter, KeepZeroRecomputesAndSixteenBitRowsStayPacked) {
-  const auto& c = find_pattern("softmax");
-  const std::string kept = print_row_reduction_kernel(c, instantiate(c, DType::kBF16),
-                                                      Config::parse("cache=2 fast=1 rows=1 threads=128 vec=8"), "k")
-                               .source;
+  const std::string kept = row_source("softmax", DType::kBF16, "cache=2 fast=1 rows=1 threads=128 vec=8");
   EXPECT_NE(kept.find("float kb1[kC][kV];"), std::string::npos);
-  const std::string src = print_row_reduction_kernel(c, instantiate(c, DType::kBF16),
-                                                     Config::parse("cache=2 fast=1 keep=0 rows=1 threads=128 vec=8"), "k")
-                              .source;
+  const std::string src = row_source("softmax", DType::kBF16, "cache=2 fast=1 keep=0 rows=1 threads=128 vec=8");
   EXPECT_EQ(src.find("kb1"), std::string::npos) << src;
   EXPECT_NE(src.find("o0 = (expf((fk_bf2f(in_x) - red0)) * rc0);"), std::string::npos) << src;
   EXPECT_NE(src.find("typedef fk_pack<unsigned, kV / 2> cache_t;"), std::string::npos);
@@ -251,14 +243,10 @@ TEST(RowReductionPrinter, KeepZeroRecomputesAndSixteenBitRowsStayPacked) {
             std::string::npos)
       << src;
   EXPECT_NE(src.find("if (col0 + l < cols) acc = fmaxf(acc, fk_body0(v_x.v[l], red0, red1));"), std::string::npos);
-  for (const char* cfg : {"cache=2 fast=1 rows=1 threads=128 vec=1"}) {
-    const std::string one = print_row_reduction_kernel(c, instantiate(c, DType::kBF16), Config::parse(cfg), "k").source;
-    EXPECT_NE(one.find("typedef pack_t cache_t;"), std::string::npos) << cfg;
-    EXPECT_EQ(one.find("fk_unwords<kV>(c_x"), std::string::npos) << cfg;
-  }
-  const std::string f32 = print_row_reduction_kernel(c, instantiate(c, DType::kF32),
-                                                     Config::parse("cache=2 fast=1 rows=1 threads=128 vec=4"), "k")
-                              .source;
+  const std::string one = row_source("softmax", DType::kBF16, "cache=2 fast=1 rows=1 threads=128 vec=1");
+  EXPECT_NE(one.find("typedef pack_t cache_t;"), std::string::npos);
+  EXPECT_EQ(one.find("fk_unwords<kV>(c_x"), std::string::npos);
+  const std::string f32 = row_source("softmax", DType::kF32, "cache=2 fast=1 rows=1 threads=128 vec=4");
   EXPECT_NE(f32.find("typedef pack_t cache_t;"), std::string::npos);
   EXPECT_NE(f32.find("const pack_t v_x = c_x[j];"), std::string::npos);
 }
@@ -267,9 +255,7 @@ TEST(RowReductionPrinter, KeepZeroRecomputesAndSixteenBitRowsStayPacked) {
 // (the cached path only; re-reading rows evaluate the body as written), so
 // neither input is read after the first pass.
 TEST(RowReductionPrinter, KeptBodiesFeedLaterReductions) {
-  const auto& c = find_pattern("add_layernorm");
-  const Config keep2 = Config::parse("cache=4 fast=1 keep=2 rows=1 threads=128 vec=4");
-  const std::string src = print_row_reduction_kernel(c, instantiate(c, DType::kF32), keep2, "k").source;
+  const std::string src = row_source("add_layernorm", DType::kF32, "cache=4 fast=1 keep=2 rows=1 threads=128 vec=4");
   EXPECT_NE(src.find("float fk_cbody1(const float in_x, const float in_residual, const float in_w, const float in_b, "
                      "const float red0, const float red1, const float p_eps, const float kb0) {"),
             std::string::npos)
@@ -282,21 +268,16 @@ TEST(RowReductionPrinter, KeptBodiesFeedLaterReductions) {
             std::string::npos);
   // keep=1 prints no fk_cbody; ops whose later reductions hold no kept body
   // print the same kernel for keep=1 and keep=2.
-  const std::string src1 =
-      print_row_reduction_kernel(c, instantiate(c, DType::kF32), Config::parse("cache=4 fast=1 keep=1 rows=1 threads=128 vec=4"), "k")
-          .source;
-  EXPECT_EQ(src1.find("fk_cbody"), std::string::npos);
-  for (const char* op : {"softmax", "layernorm", "rmsnorm", "add_rmsnorm"}) {
-    const auto& o = find_pattern(op);
-    // Let names carry a process-wide counter (b0_t35): compared without it.
-    auto print = [&](const char* cfg) {
-      return std::regex_replace(
-          print_row_reduction_kernel(o, instantiate(o, DType::kBF16), Config::parse(cfg), "k").source,
-          std::regex("_t[0-9]+"), "_t");
-    };
-    EXPECT_EQ(print("cache=4 fast=1 keep=1 rows=1 threads=128 vec=8"), print("cache=4 fast=1 keep=2 rows=1 threads=128 vec=8"))
+  EXPECT_EQ(row_source("add_layernorm", DType::kF32, "cache=4 fast=1 keep=1 rows=1 threads=128 vec=4").find("fk_cbody"),
+            std::string::npos);
+  // Let names carry a process-wide counter (b0_t35): compared without it.
+  auto print = [](const char* op, const char* cfg) {
+    return std::regex_replace(row_source(op, DType::kBF16, cfg), std::regex("_t[0-9]+"), "_t");
+  };
+  for (const char* op : {"softmax", "layernorm", "rmsnorm", "add_rmsnorm"})
+    EXPECT_EQ(print(op, "cache=4 fast=1 keep=1 rows=1 threads=128 vec=8"),
+              print(op, "cache=4 fast=1 keep=2 rows=1 threads=128 vec=8"))
         << op;
-  }
 }
 
 // A row split across a cluster: every block combines the cluster's partials
