@@ -21,3 +21,15 @@ build_package() {
     --runtime-lib .device/lib/libfusekit_runtime.a --runtime-include runtime/include \
     --cuda-include /usr/local/cuda/include >>"$log" 2>&1
 }
+
+# package_verify PKG LABEL SECONDS MAX_ELEMENTS [WRAPPER...]: every kernel of
+# the package against the CPU reference through its C API (fusekit verify
+# --package), under WRAPPER if given (e.g. "${memcheck[@]}"); then prints
+# "LABEL rc=N". FUSEKIT_PTX_ONLY=1 in the environment checks the PTX instead.
+memcheck=(compute-sanitizer --tool memcheck --error-exitcode 9)
+package_verify() {
+  local pkg=$1 label=$2 limit=$3 max=$4
+  shift 4
+  timeout "$limit" "$@" "$bin/fusekit" verify --package "$pkg" --max-elements "$max"
+  echo "$label rc=$?"
+}

@@ -24,11 +24,8 @@ echo "peers rc=${PIPESTATUS[0]}" | tee -a "$log"
 wait
 if [ -n "${VERIFY:-}" ]; then
   step every kernel of the package against the CPU reference, then memcheck up to 1 M elements
-  { timeout ${VERIFY_TIMEOUT:-60} "$bin/fusekit" verify --package "$pkg" --max-elements ${VERIFY_MAX:-17000000}
-    echo "verify rc=$?"
-    timeout ${MEMCHECK_TIMEOUT:-60} compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fusekit" verify \
-      --package "$pkg" --max-elements 1100000
-    echo "memcheck rc=$?"; } >"$out/verify_package.txt" 2>&1
+  { package_verify "$pkg" verify ${VERIFY_TIMEOUT:-60} ${VERIFY_MAX:-17000000}
+    package_verify "$pkg" memcheck ${MEMCHECK_TIMEOUT:-60} 1100000 "${memcheck[@]}"; } >"$out/verify_package.txt" 2>&1
   grep "rc=\|checks\|ERROR SUMMARY" "$out/verify_package.txt" | tee -a "$log"
 fi
 step done

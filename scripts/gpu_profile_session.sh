@@ -22,16 +22,13 @@ else
 fi
 
 step every kernel of the package against the CPU reference, cubins then PTX
-{ timeout ${VERIFY_TIMEOUT:-150} "$bin/fusekit" verify --package "$pkg" --max-elements ${VERIFY_MAX:-17000000}
-  echo "verify rc=$?"
-  FUSEKIT_PTX_ONLY=1 timeout ${VERIFY_TIMEOUT:-150} "$bin/fusekit" verify --package "$pkg" --max-elements 1100000
-  echo "verify ptx rc=$?"; } >"$out/verify_package.txt" 2>&1
+{ package_verify "$pkg" verify ${VERIFY_TIMEOUT:-150} ${VERIFY_MAX:-17000000}
+  FUSEKIT_PTX_ONLY=1 package_verify "$pkg" "verify ptx" ${VERIFY_TIMEOUT:-150} 1100000; } >"$out/verify_package.txt" 2>&1
 grep "rc=\|checks" "$out/verify_package.txt" | tee -a "$log"
 
 step memcheck of the package up to 1 M elements
-timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fusekit" verify \
-  --package "$pkg" --max-elements 1100000 >"$out/memcheck.txt" 2>&1
-echo "memcheck rc=$?" | tee -a "$log"
+package_verify "$pkg" memcheck ${MEMCHECK_TIMEOUT:-150} 1100000 "${memcheck[@]}" >"$out/memcheck.txt" 2>&1
+grep "memcheck rc=" "$out/memcheck.txt" | tee -a "$log"
 grep "ERROR SUMMARY\|checks" "$out/memcheck.txt" | tee -a "$log"
 
 step wall time per call and CUDA events
