@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/errors.h"
@@ -174,6 +175,32 @@ class HoistRowDivisors : public Halide::Internal::IRMutator {
   const std::vector<Halide::Var> vars_;
 };
 
+// Names of the images `e` reads ("in_x"), looking through calls to other
+// Funcs except those named in `opaque` (reductions, kept bodies, reciprocals:
+// values the kernel holds, not reads of an input).
+void collect_images(const Expr& e, const std::map<std::string, std::string>& opaque, std::set<std::string>* out) {
+  class Collector : public Halide::Internal::IRVisitor {
+   public:
+    Collector(const std::map<std::string, std::string>& o, std::set<std::string>* names) : opaque_(o), names_(names) {}
+
+   private:
+    using IRVisitor::visit;
+    void visit(const Call* op) override {
+      IRVisitor::visit(op);  // the arguments
+      if (op->call_type == Call::Image) {
+        names_->insert(op->param.defined() ? op->param.name() : op->name);
+      } else if (op->call_type == Call::Halide) {
+        const Halide::Internal::Function f(op->func);
+        if (opaque_.count(f.name()) || !f.has_pure_definition()) return;
+        for (const Expr& v : f.values()) v.accept(this);
+      }
+    }
+    const std::map<std::string, std::string>& opaque_;
+    std::set<std::string>* names_;
+  } collector(opaque, out);
+  e.accept(&collector);
+}
+
 // True when a reduction body is worth keeping per element for the outputs:
 // anything but a plain (converted) input element.
 bool worth_keeping(Expr e) {
@@ -198,6 +225,10 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // the kept x + residual, so the inputs' registers free after the first pass).
   const int64_t keep_mode = config.get_or("keep", 1);
   const bool keep_bodies = keep_mode != 0, feed_later = keep_mode == 2;
+  // smem=1: the cached row lives in shared memory instead of registers; the
+  // first pass loads it and stages only what later passes read (inputs,
+  // kept bodies). A thread reads back only its own slots: no barrier.
+  const bool staged = cache > 0 && config.get_or("smem", 0) == 1;
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   const bool words = pipe.dtype != DType::kF32 && vec >= 2;  // a cached 16-bit row stays packed
   const std::string round1 = round_one_fn(pipe.dtype);
@@ -283,6 +314,39 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   for (auto& e : outputs) e = hoist.mutate(e);
   for (size_t i = 0; i < hoist.funcs.size(); ++i) point_values[hoist.funcs[i].name()] = "rc" + std::to_string(i);
 
+  // Staged row: each full input a later pass or an output reads, and each
+  // kept body, gets kC * kR * kT slots in shared memory (one cache_t, or
+  // kV floats, per vector).
+  std::set<std::string> later_reads;
+  for (size_t k = 1; k < nred; ++k) collect_images(cached_bodies[k], point_values, &later_reads);
+  for (const auto& e : outputs) collect_images(e, point_values, &later_reads);
+  struct StageArray {
+    std::string name, type;  // s_<input> (cache_t) or sk<k> (float)
+    int64_t offset;          // bytes into fk_stage
+  };
+  std::vector<StageArray> stage;
+  int64_t stage_bytes = 0;
+  if (staged) {
+    const int64_t slots = static_cast<int64_t>(cache) * rows * threads;
+    auto place = [&](const std::string& name, const std::string& type, int64_t bytes) {
+      stage.push_back({name, type, stage_bytes});
+      stage_bytes += (bytes + 15) / 16 * 16;
+    };
+    for (const auto& in : cand.inputs)
+      if (in.full() && later_reads.count(halide_input_name(in.name)))
+        place("s_" + in.name, "cache_t", slots * vec * static_cast<int64_t>(dtype_bytes(pipe.dtype)));
+    for (size_t k : kept) place("sk" + std::to_string(k), "float", slots * vec * 4);
+    // sm_90's opt-in maximum, less the combine's static shared memory.
+    constexpr int64_t kMostStaged = 227 * 1024 - 4096;
+    if (stage_bytes > kMostStaged)
+      throw UserError("schedule '" + config.to_string() + "' stages " + std::to_string(stage_bytes) +
+                      " bytes of row per block in shared memory; no arch grants more than " +
+                      std::to_string(kMostStaged) + ": lower cache, threads or rows");
+  }
+  auto is_staged = [&](const std::string& input) {
+    return std::any_of(stage.begin(), stage.end(), [&](const StageArray& a) { return a.name == "s_" + input; });
+  };
+
   std::string point_sig = sig;
   for (size_t k : kept) point_sig += ", const float kb" + std::to_string(k);
   for (size_t i = 0; i < hoist.divisors.size(); ++i) point_sig += ", const float rc" + std::to_string(i);
@@ -303,6 +367,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   launch.block[0] = threads;
   launch.block[1] = rows;
   launch.pointer_alignment = vec * static_cast<int>(dtype_bytes(pipe.dtype));
+  launch.shared_bytes = static_cast<int>(stage_bytes);
   std::string params;
   auto add_param = [&](const std::string& decl, KernelParam p) {
     params += (params.empty() ? "" : ", ") + decl;
@@ -325,8 +390,14 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
   if (split > 1) launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMul, {launch.grid[0], LaunchExpr(split)});
 
-  // One visit: the vector at col0 of every input (from the registers or
-  // memory), then `action` per lane in the row.
+  // Where a pass finds the row: memory (re-reading), registers, or shared
+  // memory (the first pass of a staged row loads it and stages it).
+  enum class From { kMemory, kRegisters, kLoadAndStage, kStage };
+  // Kept body kb<k>'s value at lane l of vector j.
+  auto kb_ref = [&](const std::string& kb) {
+    return staged ? "sk" + kb.substr(2) + "[(j * kV + l) * (kR * kT) + fk_at]" : kb + "[j][l]";
+  };
+  // One visit: the vector at col0 of every input, then `action` per lane in the row.
   auto args_at = [&](const std::string& lane) {
     std::string a;
     auto add = [&](const std::string& s) { a += (a.empty() ? "" : ", ") + s; };
@@ -338,15 +409,27 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (const auto& p : cand.params) add(halide_param_name(p.name));
     return a;
   };
-  auto visit = [&](bool cached, const std::string& indent, const std::string& action) {
+  auto visit = [&](From from, const std::string& indent, const std::string& action) {
     std::string s;
     for (const auto& in : cand.inputs) {
-      if (in.full())
-        s += indent + "const pack_t v_" + in.name + " = " +
-             (cached ? (words ? "fk_unwords<kV>(c_" + in.name + "[j])" : "c_" + in.name + "[j]")
-                     : "fk_load<" + st + ", kV>(x_" + in.name + ", col0, cols, aligned)") +
-             ";\n";
-      else if (in.axes == std::vector<int>{0})
+      const std::string v = indent + "const pack_t v_" + in.name + " = ";
+      const std::string slot = "s_" + in.name + "[j * (kR * kT) + fk_at]";
+      auto unpacked = [&](const std::string& c) { return words ? "fk_unwords<kV>(" + c + ")" : c; };
+      if (!in.full()) {
+      } else if (from == From::kMemory) {
+        s += v + "fk_load<" + st + ", kV>(x_" + in.name + ", col0, cols, aligned);\n";
+      } else if (from == From::kRegisters) {
+        s += v + unpacked("c_" + in.name + "[j]") + ";\n";
+      } else if (from == From::kLoadAndStage) {  // from the batch's loads (open_batch)
+        if (is_staged(in.name)) s += indent + slot + " = w_" + in.name + "[g];\n";
+        s += v + unpacked("w_" + in.name + "[g]") + ";\n";
+      } else if (is_staged(in.name)) {
+        s += v + (words ? "fk_unwords<kV>(" + slot + ")" : slot) + ";\n";
+      } else {
+        s += v + "pack_t();  // read by the first pass only\n";
+      }
+      if (in.full()) {
+      } else if (in.axes == std::vector<int>{0})
         s += indent + "const pack_t v_" + in.name + " = fk_load<" + st + ", kV>(g_" + in.name +
              ", col0, cols, aligned);\n";
     }
@@ -364,9 +447,12 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string call = "fk_body" + n + "(" + args_at("l") + ")";
     if (cached && reads_kept[k]) {
       call = "fk_cbody" + n + "(" + args_at("l");
-      for (const std::string& kb : kept_before(k)) call += ", " + kb + "[j][l]";
+      for (const std::string& kb : kept_before(k)) call += ", " + kb_ref(kb);
       call += ")";
     }
+    if (cached && is_kept(k) && staged)
+      return "{ const float kbv = " + call + "; " + kb_ref("kb" + n) + " = kbv; acc " +
+             (is_max ? "= fmaxf(acc, kbv);" : "+= kbv;") + " }";
     if (cached && is_kept(k))
       return "{ kb" + n + "[j][l] = " + call + "; acc " + (is_max ? "= fmaxf(acc, kb" + n + "[j][l]);" : "+= kb" + n + "[j][l];") + " }";
     return std::string(is_max ? "acc = fmaxf(acc, " + call + ");" : "acc += " + call + ";");
@@ -375,7 +461,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string a = "fk_point(" + args_at("l");
     for (size_t k : kept) {
       const std::string n = std::to_string(k);
-      a += cached ? ", kb" + n + "[j][l]" : ", fk_body" + n + "(" + args_at("l") + ")";
+      a += cached ? ", " + kb_ref("kb" + n) : ", fk_body" + n + "(" + args_at("l") + ")";
     }
     for (size_t i = 0; i < hoist.divisors.size(); ++i) a += ", rc" + std::to_string(i);
     for (size_t o = 0; o < outputs.size(); ++o) a += ", w_o" + std::to_string(o) + "[l]";
@@ -426,7 +512,26 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   };
   // Every pass over the row, each reduction's then the outputs', at indent
   // `b`: over the vectors held in registers, or reading them again.
-  auto passes = [&](const std::string& b, bool cached) {
+  // A staged row's first pass loads kB vectors of every full input at once
+  // (bytes in flight: a staging store straight after each load would wait
+  // for it), then stages and reduces them one by one. Closed by two braces.
+  auto open_batch = [&](const std::string& in) {
+    std::string s = "#pragma unroll\n" + in + "for (int jb = 0; jb < kC; jb += kB) {\n";
+    for (const auto& i : cand.inputs)
+      if (i.full()) s += in + "  cache_t w_" + i.name + "[kB];\n";
+    s += "#pragma unroll\n" + in + "  for (int g = 0; g < kB; ++g) {\n" + in +
+         "    const int col0 = ((jb + g) * kT * kS + tid) * kV;\n";
+    for (const auto& i : cand.inputs)
+      if (i.full())
+        s += in + "    w_" + i.name + "[g] = active && col0 < cols ? " +
+             (words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") + "x_" + i.name +
+             ", col0, cols, aligned) : cache_t();\n";
+    s += in + "  }\n#pragma unroll\n" + in + "  for (int g = 0; g < kB; ++g) {\n" + in + "    const int j = jb + g;\n" +
+         in + "    const int col0 = (j * kT * kS + tid) * kV;\n" + in + "    if (!active || col0 >= cols) continue;\n";
+    return s;
+  };
+  auto passes = [&](const std::string& b, From first, From rest) {
+    const bool cached = first != From::kMemory;
     auto over_vectors = [&](const std::string& in) {
       if (!cached) return in + "for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n";
       return "#pragma unroll\n" + in + "for (int j = 0; j < kC; ++j) {\n" + in +
@@ -435,11 +540,14 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string s;
     for (size_t k = 0; k < nred; ++k) {
       s += b + "{\n" + b + "  float acc = " + identity(k) + ";\n";
-      s += over_vectors(b + "  ") + visit(cached, b + "    ", reduce_action(k, cached)) + b + "  }\n";
+      if (k == 0 && first == From::kLoadAndStage)
+        s += open_batch(b + "  ") + visit(first, b + "      ", reduce_action(k, cached)) + b + "    }\n" + b + "  }\n";
+      else
+        s += over_vectors(b + "  ") + visit(k == 0 ? first : rest, b + "    ", reduce_action(k, cached)) + b + "  }\n";
       s += finish_reduction(k, b + "  ") + b + "}\n";
     }
     s += row_constants(b);
-    s += over_vectors(b) + declare_outputs(b + "  ") + visit(cached, b + "  ", point_action(cached)) +
+    s += over_vectors(b) + declare_outputs(b + "  ") + visit(rest, b + "  ", point_action(cached)) +
          store_outputs(b + "  ") + b + "}\n";
     return s;
   };
@@ -449,7 +557,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   if (split > 1) src << "__cluster_dims__(" << split << ", 1, 1) ";
   src << entry << "(" << params << ") {\n";
   src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache
-      << ", kS = " << split << ";\n";
+      << ", kS = " << split;
+  if (staged) src << ", kB = " << std::min(cache, 4);
+  src << ";\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
   if (cache > 0) src << "  typedef " << (words ? "fk_pack<unsigned, kV / 2>" : "pack_t") << " cache_t;\n";
   src << "  __shared__ float fk_smem[kR][32];\n";
@@ -474,9 +584,19 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     src << "  " << st << "* __restrict__ y_o" << o << " = g_o" << o << " + base;\n";
   for (size_t k = 0; k < nred; ++k) src << "  float red" << k << " = 0.0f;\n";
 
-  // Cached path: the row's vectors (and kept bodies) stay in registers
-  // across the passes.
-  if (cache > 0) {
+  // Cached path: the row's vectors (and kept bodies) stay in registers, or
+  // in shared memory, across the passes.
+  if (staged) {
+    src << "  if (cols <= kT * kS * kV * kC) {\n";
+    src << "    extern __shared__ __align__(16) unsigned char fk_stage[];\n";
+    src << "    const int fk_at = threadIdx.y * kT + threadIdx.x;  // the thread's slots\n";
+    for (const StageArray& a : stage)
+      src << "    " << a.type << "* " << a.name << " = reinterpret_cast<" << a.type << "*>(fk_stage + " << a.offset
+          << ");\n";
+    src << passes("    ", From::kLoadAndStage, From::kStage);
+    if (!leave.empty()) src << "    " << leave;
+    src << "    return;\n  }\n";
+  } else if (cache > 0) {
     src << "  if (cols <= kT * kS * kV * kC) {\n";
     for (const auto& in : cand.inputs)
       if (in.full()) src << "    cache_t c_" << in.name << "[kC];\n";
@@ -489,13 +609,13 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
             << (words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") << "x_" << in.name
             << ", col0, cols, aligned) : cache_t();\n";
     src << "    }\n";
-    src << passes("    ", true);
+    src << passes("    ", From::kRegisters, From::kRegisters);
     if (!leave.empty()) src << "    " << leave;
     src << "    return;\n  }\n";
   }
 
   // Re-reading path: any row length; each pass reads the row again.
-  src << passes("  ", false);
+  src << passes("  ", From::kMemory, From::kMemory);
   if (!leave.empty()) src << "  " << leave;
   src << "}\n";
 

@@ -56,6 +56,7 @@ Loaded load() {
   bind(lib, "cuModuleUnload", &d.cuModuleUnload, &missing);
   bind(lib, "cuModuleGetFunction", &d.cuModuleGetFunction, &missing);
   bind(lib, "cuFuncGetAttribute", &d.cuFuncGetAttribute, &missing);
+  bind(lib, "cuFuncSetAttribute", &d.cuFuncSetAttribute, &missing);
   bind(lib, "cuLaunchKernel", &d.cuLaunchKernel, &missing);
   bind(lib, "cuMemAlloc_v2", &d.cuMemAlloc, &missing);
   bind(lib, "cuMemFree_v2", &d.cuMemFree, &missing);

@@ -22,6 +22,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // Parameters added after the first records: absent reads as 1.
   s.add("split", {1, 2, 4, 8}, 1);
   s.add("keep", {0, 1, 2}, 1);
+  s.add("smem", {0, 1}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -38,11 +39,26 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // re-reading schedule evaluates them again either way.
   s.require("keep=0 or 2 without a cached row (cache=0 re-reads the row: nothing is kept)",
             [](const Config& c) { return c.get_or("keep", 1) == 1 || c.get("cache") > 0; });
+  s.require("smem=1 without a cached row (cache=0 re-reads the row: nothing is staged)",
+            [](const Config& c) { return c.get_or("smem", 0) == 0 || c.get("cache") > 0; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = cached_inputs < 1 ? 1 : cached_inputs;
-  s.require("more than 256 bytes of cached row per thread", [element_bytes, inputs](const Config& c) {
-    return c.get("cache") * c.get("vec") * element_bytes * inputs <= 256;
-  });
+  s.require("more than 256 bytes of cached row per thread in registers (smem=1 stages it in shared memory)",
+            [element_bytes, inputs](const Config& c) {
+              return c.get_or("smem", 0) == 1 || c.get("cache") * c.get("vec") * element_bytes * inputs <= 256;
+            });
+  // A staged row: each input's elements plus, for the catalog's ops, at most
+  // one kept f32 body per element (the printer counts exactly and refuses
+  // more than any arch grants), in the block's opt-in shared memory less the
+  // combine's own.
+  const int64_t max_shared = arch.max_shared_per_block - 4096;
+  s.require("a staged row (smem=1) larger than the arch's shared memory per block (" +
+                std::to_string(arch.max_shared_per_block) + " bytes)",
+            [element_bytes, inputs, max_shared](const Config& c) {
+              return c.get_or("smem", 0) == 0 || c.get("rows") * c.get("threads") * c.get("cache") * c.get("vec") *
+                                                         (element_bytes * inputs + 4) <=
+                                                     max_shared;
+            });
   return s;
 }
 
@@ -53,16 +69,20 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     return out;
   }
   const int64_t wide = 16 / element_bytes;
-  // {threads, rows, 16-byte vectors cached, split, fast modes} for 4-byte
-  // elements: rows held in registers at 1024 (four rows per block), 1024,
-  // 4096 and 16384 columns, a variant that re-reads the row every pass, and
-  // rows of 65536 held in the registers of a cluster of 8 or 4 blocks (sm_90;
-  // elsewhere the space drops them). Narrower elements keep the bytes each
+  // {threads, rows, 16-byte vectors cached, split, fast modes, smem} for
+  // 4-byte elements: rows held in registers at 1024 (four rows per block),
+  // 1024, 4096 and 16384 columns, a variant that re-reads the row every
+  // pass, rows of 65536 held in the registers of a cluster of 8 or 4 blocks
+  // (sm_90; elsewhere the space drops them), and rows of 16384 and 65536
+  // (a cluster of 4) staged in shared memory, which leaves the registers
+  // free for more resident warps. Narrower elements keep the bytes each
   // thread has in flight (a row op is latency-bound when they are few): a
   // 16-byte vector holds twice the bf16 elements, so half the threads cover
   // the same row; re-reading keeps every thread.
-  const int64_t shapes[][5] = {{32, 4, 8, 1, 2},  {128, 1, 2, 1, 2}, {256, 1, 4, 1, 2}, {512, 1, 8, 1, 2},
-                               {1024, 1, 0, 1, 2}, {256, 1, 8, 8, 1}, {512, 1, 8, 4, 1}};
+  const int64_t shapes[][6] = {{32, 4, 8, 1, 2, 0},   {128, 1, 2, 1, 2, 0},  {256, 1, 4, 1, 2, 0},
+                               {512, 1, 8, 1, 2, 0},  {1024, 1, 0, 1, 2, 0}, {256, 1, 8, 8, 1, 0},
+                               {512, 1, 8, 4, 1, 0},  {512, 1, 8, 1, 1, 1},  {1024, 1, 4, 1, 1, 1},
+                               {1024, 1, 4, 4, 1, 1}};
   for (const auto& s : shapes)
     for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
       Config c;
@@ -78,7 +98,18 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
       // prints the same kernel as keep=1 where no later reduction holds a
       // kept body). A re-reading seed keeps nothing (keep=1).
       c.set("keep", c.get("cache") == 0 ? 1 : element_bytes < 4 && c.get("cache") * wide >= 32 ? 0 : 2);
-      out.push_back(c);
+      if (s[5] == 0) {
+        out.push_back(c);
+        continue;
+      }
+      // A staged row: kept bodies (shared memory, freeing the inputs after
+      // the first pass: add_layernorm) or recomputed ones (fewer bytes
+      // staged: softmax stages x alone).
+      c.set("smem", 1);
+      for (int64_t keep : {2, 0}) {
+        c.set("keep", keep);
+        out.push_back(c);
+      }
     }
   return out;
 }

@@ -108,15 +108,25 @@ class AnalyticCostModel final : public CostModel {
     // keep=0 on a cached row: no reduction body kept per element (one f32
     // each for the ops that keep one, about half of them), more arithmetic.
     const bool recompute = cached && c.get_or("keep", 1) == 0;
-    const double registers = 32.0 + held * (full_inputs * elem / 4.0 + (recompute ? 0.5 : 1.0));
+    // smem=1 stages the row in shared memory: the registers hold only the
+    // vectors the first pass has in flight (about four), and shared memory
+    // (the inputs and, for about half the ops, one kept f32 per element)
+    // bounds the blocks per SM instead.
+    const bool staged = cached && c.get_or("smem", 0) == 1;
+    const double per_element = full_inputs * elem / 4.0 + (recompute ? 0.5 : 1.0);
+    const double registers = 32.0 + (staged ? std::min(held, 4.0 * vec) : held) * per_element;
     const double block_threads = threads * per_block;
+    const double staged_bytes = staged ? block_threads * held * (full_inputs * elem + (recompute ? 0.0 : 2.0)) : 0.0;
+    const double smem_blocks =
+        staged ? std::floor((arch_.max_shared_per_block + 1024.0) / std::max(1.0, staged_bytes)) : 1e9;
     // More registers than a block can have: the compiler spills to local
     // memory, which costs about as much again as the excess.
     const double register_cap = std::min<double>(arch_.max_registers_per_thread, arch_.registers_per_sm / block_threads);
     const double spill = std::max(1.0, registers / register_cap);
     const double blocks_per_sm = std::max(
         1.0, std::min({static_cast<double>(arch_.max_blocks_per_sm), std::floor(arch_.max_threads_per_sm / block_threads),
-                       std::floor(arch_.registers_per_sm / (std::min(registers, register_cap) * block_threads))}));
+                       std::floor(arch_.registers_per_sm / (std::min(registers, register_cap) * block_threads)),
+                       smem_blocks}));
     const double in_flight = blocks_per_sm * block_threads * utilization * held * elem * full_inputs;
     const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
     const double mlp = std::min(1.0, in_flight / need);
@@ -131,7 +141,9 @@ class AnalyticCostModel final : public CostModel {
     // instructions per element per pass for three passes, issued by one of
     // four schedulers shared with the other resident warps (~2 GHz).
     const double warps_per_scheduler = blocks_per_sm * block_threads / 32.0 / 4.0;
-    const double compute_us = held * (recompute ? 3.5 : 3.0) * 8.0 * warps_per_scheduler / 2000.0;
+    // A staged row adds a shared-memory load (and a store) per vector and pass.
+    const double compute_us =
+        held * (recompute ? 3.5 : 3.0) * (staged ? 9.0 : 8.0) * warps_per_scheduler / 2000.0;
     const double phase_us = 1.0 + 2.0 * combine + (cached ? 0.0 : 2.0 * 0.5 * chunks) + 0.5 + compute_us;
     const double resident_rows = blocks_per_sm * per_block / split;
     const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;

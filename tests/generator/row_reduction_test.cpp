@@ -118,15 +118,29 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     // keep=0 only beside a cached row.
     EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
     EXPECT_TRUE(s.legal(Config::parse("cache=2 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
+    // smem=1 stages a cached row in shared memory: no register budget, but
+    // the arch's shared memory per block (f32 add_layernorm bound: 12 bytes
+    // per element).
+    EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 rows=1 smem=1 split=1 threads=256 vec=4")));
+    EXPECT_TRUE(RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 2)
+                    .legal(Config::parse("cache=16 fast=1 rows=1 smem=1 split=1 threads=64 vec=4")));
+    const ParamSpace two = RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 2);
+    const Config staged = Config::parse("cache=8 fast=1 keep=2 rows=1 smem=1 split=1 threads=512 vec=4");
+    EXPECT_EQ(two.legal(staged), 16384 * 12 <= arch.max_shared_per_block - 4096) << arch.arch.name();
     // Rows split across a cluster's blocks: sm_90 and later only.
     const bool clusters = arch.arch.number() >= 90;
     EXPECT_EQ(s.legal(Config::parse("cache=8 fast=1 rows=1 split=8 threads=256 vec=4")), clusters);
     EXPECT_TRUE(s.legal(Config::parse("cache=8 fast=1 rows=1 split=1 threads=256 vec=4")));
-    for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 4))
-      EXPECT_EQ(s.legal(c), c.get("split") == 1 || clusters) << c.to_string();
-    for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, 2))
-      EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1).legal(c), c.get("split") == 1 || clusters)
-          << c.to_string();
+    // Seeds: split ones need clusters, staged ones the shared memory.
+    for (int bytes : {4, 2})
+      for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes)) {
+        const bool fits = c.get_or("smem", 0) == 0 ||
+                          RowReductionTemplate::cached_row(c) / c.get("split") * (bytes + 4) <=
+                              arch.max_shared_per_block - 4096;
+        EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, bytes, 1).legal(c),
+                  (c.get("split") == 1 || clusters) && fits)
+            << arch.arch.name() << " " << c.to_string();
+      }
     // The split seeds hold a row of 65536 in registers.
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
@@ -145,7 +159,10 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
       for (const char* cfg : {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2",
                               "cache=4 fast=1 rows=2 split=4 threads=128 vec=4",
                               "cache=4 fast=0 keep=0 rows=1 threads=64 vec=2",
-                              "cache=4 fast=1 keep=2 rows=1 threads=64 vec=4"}) {
+                              "cache=4 fast=1 keep=2 rows=1 threads=64 vec=4",
+                              "cache=4 fast=1 keep=1 rows=1 smem=1 threads=64 vec=4",
+                              "cache=8 fast=0 keep=0 rows=2 smem=1 split=2 threads=64 vec=2",
+                              "cache=2 fast=1 keep=2 rows=1 smem=1 threads=128 vec=8"}) {
         const Config config = Config::parse(cfg);
         PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
         EXPECT_EQ(k.launch.block[1], config.get("rows"));
@@ -278,6 +295,52 @@ TEST(RowReductionPrinter, KeptBodiesFeedLaterReductions) {
     EXPECT_EQ(print(op, "cache=4 fast=1 keep=1 rows=1 threads=128 vec=8"),
               print(op, "cache=4 fast=1 keep=2 rows=1 threads=128 vec=8"))
         << op;
+}
+
+// smem=1: the first pass loads the row in batches of kB vectors and stages
+// in shared memory only what a later pass or an output reads; later passes
+// read the thread's own slots back. The launch asks for exactly those bytes.
+TEST(RowReductionPrinter, StagedRowsHoldOnlyWhatLaterPassesRead) {
+  auto print = [](const char* op, DType dt, const char* cfg) {
+    const auto& c = find_pattern(op);
+    return print_row_reduction_kernel(c, instantiate(c, dt), Config::parse(cfg), "k");
+  };
+  // add_layernorm keep=2: the kept sum x + residual feeds the variance and
+  // both outputs, so neither input is staged: 512 threads x 8 vectors x 4
+  // floats of it.
+  const PrintedKernel kept = print("add_layernorm", DType::kF32, "cache=8 fast=1 keep=2 rows=1 smem=1 threads=512 vec=4");
+  EXPECT_EQ(kept.launch.shared_bytes, 512 * 8 * 4 * 4);
+  EXPECT_NE(kept.source.find("float* sk0 = reinterpret_cast<float*>(fk_stage + 0);"), std::string::npos) << kept.source;
+  EXPECT_EQ(kept.source.find("s_x"), std::string::npos);
+  EXPECT_EQ(kept.source.find("s_residual"), std::string::npos);
+  EXPECT_NE(kept.source.find("kB = 4;"), std::string::npos);
+  EXPECT_NE(kept.source.find("w_x[g] = active && col0 < cols ? fk_load<float, kV>(x_x, col0, cols, aligned) : cache_t();"),
+            std::string::npos);
+  EXPECT_NE(kept.source.find("sk0[(j * kV + l) * (kR * kT) + fk_at] = kbv; acc += kbv;"), std::string::npos);
+  EXPECT_NE(kept.source.find("const pack_t v_x = pack_t();  // read by the first pass only"), std::string::npos);
+  // keep=0: the later passes evaluate x + residual again, so both inputs are
+  // staged and no body is.
+  const PrintedKernel again = print("add_layernorm", DType::kF32, "cache=8 fast=1 keep=0 rows=1 smem=1 threads=512 vec=4");
+  EXPECT_EQ(again.launch.shared_bytes, 2 * 512 * 8 * 4 * 4);
+  EXPECT_NE(again.source.find("cache_t* s_x = reinterpret_cast<cache_t*>(fk_stage + 0);"), std::string::npos);
+  EXPECT_NE(again.source.find("cache_t* s_residual = reinterpret_cast<cache_t*>(fk_stage + 65536);"), std::string::npos);
+  EXPECT_EQ(again.source.find("sk0"), std::string::npos);
+  // A bf16 softmax stages x as packed words and the kept exp as floats.
+  const PrintedKernel soft = print("softmax", DType::kBF16, "cache=2 fast=1 keep=1 rows=2 smem=1 threads=128 vec=8");
+  EXPECT_EQ(soft.launch.shared_bytes, 2 * 2 * 128 * 8 * 2 + 2 * 2 * 128 * 8 * 4);
+  EXPECT_NE(soft.source.find("s_x[j * (kR * kT) + fk_at] = w_x[g];"), std::string::npos) << soft.source;
+  EXPECT_NE(soft.source.find("const pack_t v_x = fk_unwords<kV>(s_x[j * (kR * kT) + fk_at]);"), std::string::npos);
+  EXPECT_NE(soft.source.find("fk_load_words<kV>(x_x, col0, cols, aligned)"), std::string::npos);
+  // Registers hold the row without smem=1: no dynamic shared memory.
+  EXPECT_EQ(print("softmax", DType::kBF16, "cache=2 fast=1 keep=1 rows=2 threads=128 vec=8").launch.shared_bytes, 0);
+  // More than any arch grants: refused with the bytes and the fix.
+  try {
+    print("add_layernorm", DType::kF32, "cache=16 fast=1 keep=1 rows=1 smem=1 threads=1024 vec=4");
+    ADD_FAILURE() << "a 768 KiB staged row printed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("stages 786432 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("lower cache, threads or rows"), std::string::npos);
+  }
 }
 
 // A row split across a cluster: every block combines the cluster's partials

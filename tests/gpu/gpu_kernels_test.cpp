@@ -108,7 +108,13 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           // packed one and four words per vector.
           "cache=4 fast=1 keep=0 rows=2 threads=64 vec=2", "cache=8 fast=0 keep=0 rows=1 threads=128 vec=" + wide,
           // Kept bodies feeding the later reductions (keep=2).
-          "cache=2 fast=0 keep=2 rows=2 threads=128 vec=" + wide};
+          "cache=2 fast=0 keep=2 rows=2 threads=128 vec=" + wide,
+          // Rows staged in shared memory (smem=1): one batch of loads and
+          // two, inputs and kept bodies staged, and over 48 KiB (opt-in).
+          "cache=4 fast=1 keep=2 rows=2 smem=1 threads=64 vec=" + wide,
+          "cache=8 fast=0 keep=0 rows=1 smem=1 threads=128 vec=2",
+          "cache=2 fast=1 keep=1 rows=1 smem=1 threads=256 vec=" + wide,
+          "cache=8 fast=1 keep=2 rows=1 smem=1 threads=256 vec=" + wide};
       std::vector<std::string> all = configs;
       // Rows split across a thread-block cluster (sm_90): held in registers
       // (65536 columns exactly fill 8 blocks), and re-read with several
@@ -116,7 +122,8 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
       if (arch().arch.number() >= 90)
         for (const std::string& s : {"cache=8 fast=1 rows=1 split=8 threads=256 vec=" + wide,
                                      std::string("cache=0 fast=0 rows=2 split=4 threads=64 vec=2"),
-                                     "cache=2 fast=0 rows=4 split=2 threads=32 vec=" + wide})
+                                     "cache=2 fast=0 rows=4 split=2 threads=32 vec=" + wide,
+                                     "cache=4 fast=1 keep=2 rows=1 smem=1 split=4 threads=128 vec=" + wide})
           all.push_back(s);
       auto wl = make_candidate_workload(c, dt);
       auto builder = make_kernel_builder(c, dt, arch());

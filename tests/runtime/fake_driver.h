@@ -27,6 +27,7 @@ struct State {
   int expected_args = 0;  // how many argument slots to record per launch
   bool record = true;
   std::vector<Launch> launches;
+  int max_dynamic_shared = 0;  // the last cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
 };
 
 inline State& state() {
@@ -52,6 +53,10 @@ inline CUresult module_function(CUfunction* f, CUmodule m, const char*) {
   *f = reinterpret_cast<CUfunction>(m);
   return CUDA_SUCCESS;
 }
+inline CUresult func_set_attribute(CUfunction, CUfunction_attribute a, int v) {
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) state().max_dynamic_shared = v;
+  return CUDA_SUCCESS;
+}
 inline CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned, CUstream s, void** params, void**) {
   if (!state().record) return CUDA_SUCCESS;
@@ -75,6 +80,7 @@ inline const CudaDriver& driver() {
     x.cuModuleLoadDataEx = module_load;
     x.cuModuleUnload = module_unload;
     x.cuModuleGetFunction = module_function;
+    x.cuFuncSetAttribute = func_set_attribute;
     x.cuLaunchKernel = launch;
     x.cuGetErrorName = error_name;
     x.cuGetErrorString = error_name;

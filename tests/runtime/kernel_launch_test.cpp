@@ -5,6 +5,7 @@
 #include "fusekit/arch.h"
 #include "fusekit/cuda_driver.h"
 #include "fusekit/shape_bucket.h"
+#include "tests/runtime/fake_driver.h"
 
 namespace fusekit {
 namespace {
@@ -56,6 +57,27 @@ TEST(CudaDriver, ReportsAMissingDriverAsAStatus) {
   EXPECT_EQ(d, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
   EXPECT_NE(st.message().find("libcuda"), std::string::npos);
+}
+
+TEST(LoadedKernel, OptsIntoSharedMemoryPast48KiB) {
+  KernelArtifact a;
+  a.image = "fake";
+  a.entry = "k";
+  a.shared_bytes = 48 * 1024;
+  LoadedKernel k;
+  fake::state().max_dynamic_shared = 0;
+  ASSERT_TRUE(k.load(fake::driver(), a).ok());
+  EXPECT_EQ(fake::state().max_dynamic_shared, 0) << "48 KiB needs no opt-in";
+  a.shared_bytes = 160 * 1024;
+  ASSERT_TRUE(k.load(fake::driver(), a).ok());
+  EXPECT_EQ(fake::state().max_dynamic_shared, 160 * 1024);
+  // A driver table without the call: a Status naming the bytes, no module left.
+  CudaDriver old = fake::driver();
+  old.cuFuncSetAttribute = nullptr;
+  const Status st = k.load(old, a);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported);
+  EXPECT_NE(st.message().find("163840 bytes"), std::string::npos) << st.message();
+  EXPECT_EQ(k.function(), nullptr);
 }
 
 }  // namespace
