@@ -93,21 +93,21 @@ Status LoadedKernel::load(const CudaDriver& driver, const KernelArtifact& artifa
     unload();
     return cuda_status(driver, r, "cuModuleGetFunction", artifact.entry);
   }
-  // Dynamic shared memory past 48 KiB is opt-in per function (a row staged
-  // in shared memory between passes).
-  constexpr int kDefaultDynamicShared = 48 * 1024;
-  if (artifact.shared_bytes > kDefaultDynamicShared) {
-    if (!driver.cuFuncSetAttribute) {
-      unload();
-      return Status(StatusCode::kNotSupported, artifact.entry + " needs " + std::to_string(artifact.shared_bytes) +
-                                                   " bytes of shared memory; the driver cannot grant past 48 KiB");
-    }
+  // Shared memory past 48 KiB, static and dynamic together, is opt-in per
+  // function (a row staged in shared memory between passes): every kernel
+  // that asks for dynamic bytes opts in to them.
+  constexpr int kDefaultShared = 48 * 1024;
+  if (artifact.shared_bytes > 0 && driver.cuFuncSetAttribute) {
     r = driver.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, artifact.shared_bytes);
     if (r != CUDA_SUCCESS) {
       unload();
       return cuda_status(driver, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
                          artifact.entry + " wants " + std::to_string(artifact.shared_bytes) + " bytes");
     }
+  } else if (artifact.shared_bytes > kDefaultShared) {
+    unload();
+    return Status(StatusCode::kNotSupported, artifact.entry + " needs " + std::to_string(artifact.shared_bytes) +
+                                                 " bytes of shared memory; the driver cannot grant past 48 KiB");
   }
   return Status();
 }

@@ -82,6 +82,13 @@ std::string ParamSpace::violation(const Config& config) const {
   return "";
 }
 
+Config ParamSpace::complete(const Config& config) const {
+  Config c = config;
+  for (const auto& d : domains_)
+    if (d.absent && !c.values().count(d.name)) c.set(d.name, *d.absent);
+  return c;
+}
+
 std::vector<Config> ParamSpace::enumerate() const {
   std::vector<Config> out;
   std::vector<size_t> idx(domains_.size(), 0);

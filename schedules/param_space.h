@@ -59,6 +59,9 @@ class ParamSpace {
   // Empty when legal, else the description of the first violated constraint.
   std::string violation(const Config& config) const;
   bool legal(const Config& config) const { return violation(config).empty(); }
+  // `config` with every parameter it lacks that has an absent value set to
+  // it: the spelling enumerate() gives the same schedule.
+  Config complete(const Config& config) const;
   // Every legal config, in a deterministic order.
   std::vector<Config> enumerate() const;
   // A uniformly drawn config (may be illegal).

@@ -82,8 +82,10 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     }
     const size_t budget = std::min(options.budget, all.size());
     std::vector<Candidate> seeds;
+    // Seeds spelled as the space enumerates them (parameters with an absent
+    // value included), or the strategy would not find them in the space.
     for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes)))
-      if (space.legal(c)) seeds.push_back({backend, c});
+      if (space.legal(c)) seeds.push_back({backend, space.complete(c)});
     // On a GPU, after the seeds, half of the budget left goes to the
     // analytic model's favourites (each timed shape's best, then each one's
     // second, ...), the rest to a random sample, which keeps the search from

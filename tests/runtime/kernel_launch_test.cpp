@@ -59,15 +59,18 @@ TEST(CudaDriver, ReportsAMissingDriverAsAStatus) {
   EXPECT_NE(st.message().find("libcuda"), std::string::npos);
 }
 
-TEST(LoadedKernel, OptsIntoSharedMemoryPast48KiB) {
+TEST(LoadedKernel, OptsIntoItsDynamicSharedMemory) {
   KernelArtifact a;
   a.image = "fake";
   a.entry = "k";
-  a.shared_bytes = 48 * 1024;
   LoadedKernel k;
-  fake::state().max_dynamic_shared = 0;
+  fake::state().max_dynamic_shared = -1;
   ASSERT_TRUE(k.load(fake::driver(), a).ok());
-  EXPECT_EQ(fake::state().max_dynamic_shared, 0) << "48 KiB needs no opt-in";
+  EXPECT_EQ(fake::state().max_dynamic_shared, -1) << "no dynamic shared memory, no opt-in";
+  // Opted in even under 48 KiB: the kernel's static shared memory counts too.
+  a.shared_bytes = 48 * 1024;
+  ASSERT_TRUE(k.load(fake::driver(), a).ok());
+  EXPECT_EQ(fake::state().max_dynamic_shared, 48 * 1024);
   a.shared_bytes = 160 * 1024;
   ASSERT_TRUE(k.load(fake::driver(), a).ok());
   EXPECT_EQ(fake::state().max_dynamic_shared, 160 * 1024);
@@ -78,6 +81,8 @@ TEST(LoadedKernel, OptsIntoSharedMemoryPast48KiB) {
   EXPECT_EQ(st.code(), StatusCode::kNotSupported);
   EXPECT_NE(st.message().find("163840 bytes"), std::string::npos) << st.message();
   EXPECT_EQ(k.function(), nullptr);
+  a.shared_bytes = 1024;  // within the default: loads, the launch decides
+  EXPECT_TRUE(k.load(old, a).ok());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/errors.h"
 #include "schedules/pointwise_template.h"
 
@@ -38,6 +40,16 @@ TEST(ParamSpace, EnumeratesOnlyLegalConfigs) {
   EXPECT_EQ(s.violation(Config::parse("a=3 b=20")), "a*b <= 40");
   EXPECT_NE(s.violation(Config::parse("a=4 b=10")).find("outside its domain"), std::string::npos);
   EXPECT_NE(s.violation(Config::parse("a=1")).find("missing"), std::string::npos);
+}
+
+TEST(ParamSpace, CompleteSpellsAbsentParametersOut) {
+  ParamSpace s;
+  s.add("threads", {64, 128});
+  s.add("split", {1, 2}, 1);
+  EXPECT_EQ(s.complete(Config::parse("threads=64")).to_string(), "split=1 threads=64");
+  EXPECT_EQ(s.complete(Config::parse("split=2 threads=64")).to_string(), "split=2 threads=64");
+  const auto all = s.enumerate();
+  EXPECT_NE(std::find(all.begin(), all.end(), s.complete(Config::parse("threads=128"))), all.end());
 }
 
 TEST(PointwiseTemplate, PrunesAccessesWiderThan16Bytes) {

@@ -58,6 +58,45 @@ TEST(Tuner, RecordsEveryCandidateAsModeledWithoutAGpu) {
   std::filesystem::remove(path);
 }
 
+// Every legal seed is measured before anything else, whatever parameters it
+// leaves at their absent value (a seed without smem= once fell out of the
+// space's spelling and was never measured).
+TEST(Tuner, MeasuresEveryLegalSeed) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("fusekit_seeds_" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  const auto& cand = find_pattern("softmax");
+  const ArchLimits& arch = require_arch("sm_90");
+  auto wl = make_candidate_workload(cand, DType::kF32);
+  auto builder = make_kernel_builder(cand, DType::kF32, arch);
+  auto measurer = make_model_measurer(arch);
+  auto db = open_sqlite_db(path);
+  TuneTask task;
+  task.workload = wl.get();
+  task.builder = builder.get();
+  task.pattern = cand.name;
+  task.pipeline_text = canonical_pipeline_text(cand, DType::kF32);
+  task.pipeline_hash = pipeline_hash(task.pipeline_text);
+  task.domains = {{16384, 64}};
+  task.verify_domain = cand.odd_domain();
+  task.kind = cand.template_kind();
+  task.cached_inputs = cand.full_inputs();
+  const ParamSpace space = template_space(task.kind, arch, Backend::kNvrtc, 4, task.cached_inputs);
+  std::vector<std::string> seeds;
+  for (const Config& c : template_seeds(task.kind, Backend::kNvrtc, 4))
+    if (space.legal(c)) seeds.push_back(space.complete(c).to_string());
+  ASSERT_GE(seeds.size(), 12u);
+  TunerOptions opt;
+  opt.budget = seeds.size();
+  opt.backends = {Backend::kNvrtc};
+  tune(task, *measurer, *db, arch, opt);
+  std::vector<std::string> measured;
+  for (const auto& r : db->all()) measured.push_back(r.params);
+  for (const std::string& s : seeds)
+    EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
+  std::filesystem::remove(path);
+}
+
 // The model's favourites interleave the timed shapes: each shape's
 // predicted best comes before any shape's second.
 TEST(ModelRanking, InterleavesEveryShapesFavourites) {
