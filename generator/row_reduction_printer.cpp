@@ -5,6 +5,7 @@
 #include "generator/row_reduction_printer.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -229,6 +230,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // first pass loads it and stages only what later passes read (inputs,
   // kept bodies). A thread reads back only its own slots: no barrier.
   const bool staged = cache > 0 && config.get_or("smem", 0) == 1;
+  // unroll=U: a re-reading pass loads U vectors of every full input before
+  // it uses the first (U loads in flight per thread instead of one).
+  const int unroll = static_cast<int>(config.get_or("unroll", 1));
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   const bool words = pipe.dtype != DType::kF32 && vec >= 2;  // a cached 16-bit row stays packed
   const std::string round1 = round_one_fn(pipe.dtype);
@@ -390,9 +394,10 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
   if (split > 1) launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMul, {launch.grid[0], LaunchExpr(split)});
 
-  // Where a pass finds the row: memory (re-reading), registers, or shared
-  // memory (the first pass of a staged row loads it and stages it).
-  enum class From { kMemory, kRegisters, kLoadAndStage, kStage };
+  // Where a pass finds the row: memory (re-reading, one vector or a batch
+  // of kU at a time), registers, or shared memory (the first pass of a
+  // staged row loads it and stages it).
+  enum class From { kMemory, kBatch, kRegisters, kLoadAndStage, kStage };
   // Kept body kb<k>'s value at lane l of vector j.
   auto kb_ref = [&](const std::string& kb) {
     return staged ? "sk" + kb.substr(2) + "[(j * kV + l) * (kR * kT) + fk_at]" : kb + "[j][l]";
@@ -418,6 +423,8 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       if (!in.full()) {
       } else if (from == From::kMemory) {
         s += v + "fk_load<" + st + ", kV>(x_" + in.name + ", col0, cols, aligned);\n";
+      } else if (from == From::kBatch) {  // from the batch's loads (open_batch)
+        s += v + "w_" + in.name + "[g];\n";
       } else if (from == From::kRegisters) {
         s += v + unpacked("c_" + in.name + "[j]") + ";\n";
       } else if (from == From::kLoadAndStage) {  // from the batch's loads (open_batch)
@@ -512,43 +519,57 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   };
   // Every pass over the row, each reduction's then the outputs', at indent
   // `b`: over the vectors held in registers, or reading them again.
-  // A staged row's first pass loads kB vectors of every full input at once
-  // (bytes in flight: a staging store straight after each load would wait
-  // for it), then stages and reduces them one by one. Closed by two braces.
-  auto open_batch = [&](const std::string& in) {
-    std::string s = "#pragma unroll\n" + in + "for (int jb = 0; jb < kC; jb += kB) {\n";
+  // A batch: every full input's next vectors are loaded before any is used
+  // (bytes in flight: a use, or a staging store, straight after each load
+  // would wait for it), then they are visited one by one as vector g. A
+  // staged row's first pass takes kB of its kC vectors at a time; a
+  // re-reading pass (unroll > 1) kU of the row's at a time. The body goes
+  // at indent in + "    "; closed by two braces.
+  auto open_batch = [&](const std::string& in, bool stage) {
+    const std::string type = stage ? "cache_t" : "pack_t", n = stage ? "kB" : "kU";
+    const std::string col0 = stage ? "((jb + g) * kT * kS + tid) * kV" : "c0 + g * kT * kS * kV";
+    std::string s = stage ? "#pragma unroll\n" + in + "for (int jb = 0; jb < kC; jb += kB) {\n"
+                          : in + "for (int c0 = tid * kV; active && c0 < cols; c0 += kU * kT * kS * kV) {\n";
     for (const auto& i : cand.inputs)
-      if (i.full()) s += in + "  cache_t w_" + i.name + "[kB];\n";
-    s += "#pragma unroll\n" + in + "  for (int g = 0; g < kB; ++g) {\n" + in +
-         "    const int col0 = ((jb + g) * kT * kS + tid) * kV;\n";
+      if (i.full()) s += in + "  " + type + " w_" + i.name + "[" + n + "];\n";
+    s += "#pragma unroll\n" + in + "  for (int g = 0; g < " + n + "; ++g) {\n" + in + "    const int col0 = " + col0 + ";\n";
     for (const auto& i : cand.inputs)
       if (i.full())
         s += in + "    w_" + i.name + "[g] = active && col0 < cols ? " +
-             (words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") + "x_" + i.name +
-             ", col0, cols, aligned) : cache_t();\n";
-    s += in + "  }\n#pragma unroll\n" + in + "  for (int g = 0; g < kB; ++g) {\n" + in + "    const int j = jb + g;\n" +
-         in + "    const int col0 = (j * kT * kS + tid) * kV;\n" + in + "    if (!active || col0 >= cols) continue;\n";
+             (stage && words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") + "x_" + i.name + ", col0, cols, aligned) : " +
+             type + "();\n";
+    s += in + "  }\n#pragma unroll\n" + in + "  for (int g = 0; g < " + n + "; ++g) {\n";
+    if (stage) s += in + "    const int j = jb + g;\n";
+    s += in + "    const int col0 = " + (stage ? std::string("(j * kT * kS + tid) * kV") : col0) + ";\n" + in +
+         "    if (!active || col0 >= cols) continue;\n";
     return s;
   };
+  // Every pass over the row, each reduction's then the outputs', at indent
+  // `b`: over the vectors held in registers or shared memory, or reading
+  // them again. `body(indent)` is one vector's code.
+  auto over_vectors = [&](const std::string& in, From from, const std::function<std::string(const std::string&)>& body) {
+    if (from == From::kLoadAndStage || from == From::kBatch)
+      return open_batch(in, from == From::kLoadAndStage) + body(in + "    ") + in + "  }\n" + in + "}\n";
+    if (from == From::kMemory)
+      return in + "for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n" + body(in + "  ") + in +
+             "}\n";
+    return "#pragma unroll\n" + in + "for (int j = 0; j < kC; ++j) {\n" + in +
+           "  const int col0 = (j * kT * kS + tid) * kV;\n" + in + "  if (!active || col0 >= cols) continue;\n" +
+           body(in + "  ") + in + "}\n";
+  };
   auto passes = [&](const std::string& b, From first, From rest) {
-    const bool cached = first != From::kMemory;
-    auto over_vectors = [&](const std::string& in) {
-      if (!cached) return in + "for (int col0 = tid * kV; active && col0 < cols; col0 += kT * kS * kV) {\n";
-      return "#pragma unroll\n" + in + "for (int j = 0; j < kC; ++j) {\n" + in +
-             "  const int col0 = (j * kT * kS + tid) * kV;\n" + in + "  if (!active || col0 >= cols) continue;\n";
-    };
+    const bool cached = first != From::kMemory && first != From::kBatch;
     std::string s;
     for (size_t k = 0; k < nred; ++k) {
+      const From from = k == 0 ? first : rest;
       s += b + "{\n" + b + "  float acc = " + identity(k) + ";\n";
-      if (k == 0 && first == From::kLoadAndStage)
-        s += open_batch(b + "  ") + visit(first, b + "      ", reduce_action(k, cached)) + b + "    }\n" + b + "  }\n";
-      else
-        s += over_vectors(b + "  ") + visit(k == 0 ? first : rest, b + "    ", reduce_action(k, cached)) + b + "  }\n";
+      s += over_vectors(b + "  ", from, [&](const std::string& in) { return visit(from, in, reduce_action(k, cached)); });
       s += finish_reduction(k, b + "  ") + b + "}\n";
     }
     s += row_constants(b);
-    s += over_vectors(b) + declare_outputs(b + "  ") + visit(rest, b + "  ", point_action(cached)) +
-         store_outputs(b + "  ") + b + "}\n";
+    s += over_vectors(b, rest, [&](const std::string& in) {
+      return declare_outputs(in) + visit(rest, in, point_action(cached)) + store_outputs(in);
+    });
     return s;
   };
   const std::string leave = split > 1 ? "fk_cluster_wait();\n" : "";
@@ -559,6 +580,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache
       << ", kS = " << split;
   if (staged) src << ", kB = " << std::min(cache, 4);
+  if (unroll > 1) src << ", kU = " << unroll;
   src << ";\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
   if (cache > 0) src << "  typedef " << (words ? "fk_pack<unsigned, kV / 2>" : "pack_t") << " cache_t;\n";
@@ -615,7 +637,8 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   }
 
   // Re-reading path: any row length; each pass reads the row again.
-  src << passes("  ", From::kMemory, From::kMemory);
+  const From reread = unroll > 1 ? From::kBatch : From::kMemory;
+  src << passes("  ", reread, reread);
   if (!leave.empty()) src << "  " << leave;
   src << "}\n";
 

@@ -1,5 +1,6 @@
 #include "schedules/row_reduction_template.h"
 
+#include <algorithm>
 #include <map>
 
 namespace fusekit {
@@ -23,6 +24,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("split", {1, 2, 4, 8}, 1);
   s.add("keep", {0, 1, 2}, 1);
   s.add("smem", {0, 1}, 0);
+  s.add("unroll", {1, 2, 4}, 1);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -39,6 +41,11 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // re-reading schedule evaluates them again either way.
   s.require("keep=0 or 2 without a cached row (cache=0 re-reads the row: nothing is kept)",
             [](const Config& c) { return c.get_or("keep", 1) == 1 || c.get("cache") > 0; });
+  // A re-reading pass holds `unroll` vectors of every full input at once.
+  s.require("more than 128 bytes of re-read row in flight per thread (unroll * vec * element bytes * inputs)",
+            [element_bytes, cached_inputs](const Config& c) {
+              return c.get_or("unroll", 1) * c.get("vec") * element_bytes * std::max(1, cached_inputs) <= 128;
+            });
   s.require("smem=1 without a cached row (cache=0 re-reads the row: nothing is staged)",
             [](const Config& c) { return c.get_or("smem", 0) == 0 || c.get("cache") > 0; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
@@ -83,6 +90,17 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
                                {512, 1, 8, 1, 2, 0},  {1024, 1, 0, 1, 2, 0}, {256, 1, 8, 8, 1, 0},
                                {512, 1, 8, 4, 1, 0},  {512, 1, 8, 1, 1, 1},  {1024, 1, 4, 1, 1, 1},
                                {1024, 1, 4, 4, 1, 1}};
+  // The re-reading seed again with four vectors of each input in flight.
+  Config reread;
+  reread.set("threads", 1024);
+  reread.set("rows", 1);
+  reread.set("vec", wide);
+  reread.set("cache", 0);
+  reread.set("split", 1);
+  reread.set("fast", 1);
+  reread.set("keep", 1);
+  reread.set("unroll", 4);
+  out.push_back(reread);
   for (const auto& s : shapes)
     for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
       Config c;

@@ -103,8 +103,9 @@ class AnalyticCostModel final : public CostModel {
     // Useful lanes over all passes: a row of 3001 in passes of 2048 leaves
     // a quarter of the lanes idle.
     const double utilization = cols / (chunks * per_pass);
-    // Elements a thread holds at once: its cached vectors, else one vector.
-    const double held = (cached ? std::min(cache, chunks) : 1.0) * vec;
+    // Elements a thread holds at once: its cached vectors, else the vectors
+    // a re-reading pass loads together (unroll).
+    const double held = (cached ? std::min(cache, chunks) : std::min<double>(c.get_or("unroll", 1), chunks)) * vec;
     // keep=0 on a cached row: no reduction body kept per element (one f32
     // each for the ops that keep one, about half of them), more arithmetic.
     const bool recompute = cached && c.get_or("keep", 1) == 0;
@@ -143,8 +144,10 @@ class AnalyticCostModel final : public CostModel {
     const double warps_per_scheduler = blocks_per_sm * block_threads / 32.0 / 4.0;
     // A staged row adds a shared-memory load (and a store) per vector and pass.
     const double compute_us =
-        held * (recompute ? 3.5 : 3.0) * (staged ? 9.0 : 8.0) * warps_per_scheduler / 2000.0;
-    const double phase_us = 1.0 + 2.0 * combine + (cached ? 0.0 : 2.0 * 0.5 * chunks) + 0.5 + compute_us;
+        (cached ? held : vec) * (recompute ? 3.5 : 3.0) * (staged ? 9.0 : 8.0) * warps_per_scheduler / 2000.0;
+    // A re-reading pass waits on memory once per batch of `unroll` vectors.
+    const double rereads = cached ? 0.0 : std::ceil(chunks / static_cast<double>(c.get_or("unroll", 1)));
+    const double phase_us = 1.0 + 2.0 * combine + 2.0 * 0.5 * rereads + 0.5 + compute_us;
     const double resident_rows = blocks_per_sm * per_block / split;
     const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;
     const double blocks = std::ceil(rows / per_block) * split;

@@ -162,7 +162,9 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
                               "cache=4 fast=1 keep=2 rows=1 threads=64 vec=4",
                               "cache=4 fast=1 keep=1 rows=1 smem=1 threads=64 vec=4",
                               "cache=8 fast=0 keep=0 rows=2 smem=1 split=2 threads=64 vec=2",
-                              "cache=2 fast=1 keep=2 rows=1 smem=1 threads=128 vec=8"}) {
+                              "cache=2 fast=1 keep=2 rows=1 smem=1 threads=128 vec=8",
+                              "cache=0 fast=1 rows=1 threads=256 unroll=4 vec=4",
+                              "cache=2 fast=0 rows=2 split=2 threads=64 unroll=2 vec=2"}) {
         const Config config = Config::parse(cfg);
         PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
         EXPECT_EQ(k.launch.block[1], config.get("rows"));
@@ -341,6 +343,32 @@ TEST(RowReductionPrinter, StagedRowsHoldOnlyWhatLaterPassesRead) {
     EXPECT_NE(std::string(e.what()).find("stages 786432 bytes"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("lower cache, threads or rows"), std::string::npos);
   }
+}
+
+// unroll=4: every re-reading pass loads four vectors of each full input
+// before it uses the first; unroll=1 (or absent) reads one at a time.
+TEST(RowReductionPrinter, UnrolledReReadsLoadABatchFirst) {
+  const std::string src = row_source("add_layernorm", DType::kF32, "cache=0 fast=1 rows=1 threads=256 unroll=4 vec=4");
+  EXPECT_NE(src.find("kU = 4;"), std::string::npos);
+  // Three passes (two reductions and the outputs), each over batches.
+  size_t batches = 0;
+  for (size_t at = 0; (at = src.find("c0 += kU * kT * kS * kV) {", at)) != std::string::npos; ++at) ++batches;
+  EXPECT_EQ(batches, 3u) << src;
+  EXPECT_NE(src.find("pack_t w_residual[kU];"), std::string::npos);
+  EXPECT_NE(src.find("w_x[g] = active && col0 < cols ? fk_load<float, kV>(x_x, col0, cols, aligned) : pack_t();"),
+            std::string::npos);
+  EXPECT_NE(src.find("const pack_t v_x = w_x[g];"), std::string::npos);
+  const std::string one = row_source("add_layernorm", DType::kF32, "cache=0 fast=1 rows=1 threads=256 vec=4");
+  EXPECT_EQ(one.find("kU"), std::string::npos);
+  // Let names carry a process-wide counter (b1_t13): compared without it.
+  auto plain = [](const std::string& s) { return std::regex_replace(s, std::regex("_t[0-9]+"), "_t"); };
+  EXPECT_EQ(plain(one), plain(row_source("add_layernorm", DType::kF32, "cache=0 fast=1 rows=1 threads=256 unroll=1 vec=4")));
+  // The template bounds the bytes in flight: 4 x 16 bytes x 2 inputs fits, 4 x 16 x 3 does not.
+  const ArchLimits& sm90 = require_arch("sm_90");
+  EXPECT_TRUE(RowReductionTemplate::space(sm90, Backend::kNvrtc, 4, 2)
+                  .legal(Config::parse("cache=0 fast=1 rows=1 split=1 threads=256 unroll=4 vec=4")));
+  EXPECT_FALSE(RowReductionTemplate::space(sm90, Backend::kNvrtc, 4, 3)
+                   .legal(Config::parse("cache=0 fast=1 rows=1 split=1 threads=256 unroll=4 vec=4")));
 }
 
 // A row split across a cluster: every block combines the cluster's partials

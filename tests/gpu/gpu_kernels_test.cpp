@@ -114,7 +114,9 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           "cache=4 fast=1 keep=2 rows=2 smem=1 threads=64 vec=" + wide,
           "cache=8 fast=0 keep=0 rows=1 smem=1 threads=128 vec=2",
           "cache=2 fast=1 keep=1 rows=1 smem=1 threads=256 vec=" + wide,
-          "cache=8 fast=1 keep=2 rows=1 smem=1 threads=256 vec=" + wide};
+          "cache=8 fast=1 keep=2 rows=1 smem=1 threads=256 vec=" + wide,
+          // Re-reading passes with two and four vectors in flight per thread.
+          "cache=0 fast=1 rows=2 threads=64 unroll=4 vec=2", "cache=0 fast=0 rows=1 threads=256 unroll=2 vec=" + wide};
       std::vector<std::string> all = configs;
       // Rows split across a thread-block cluster (sm_90): held in registers
       // (65536 columns exactly fill 8 blocks), and re-read with several
