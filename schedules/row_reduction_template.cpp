@@ -90,17 +90,6 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
                                {512, 1, 8, 1, 2, 0},  {1024, 1, 0, 1, 2, 0}, {256, 1, 8, 8, 1, 0},
                                {512, 1, 8, 4, 1, 0},  {512, 1, 8, 1, 1, 1},  {1024, 1, 4, 1, 1, 1},
                                {1024, 1, 4, 4, 1, 1}};
-  // The re-reading seed again with four vectors of each input in flight.
-  Config reread;
-  reread.set("threads", 1024);
-  reread.set("rows", 1);
-  reread.set("vec", wide);
-  reread.set("cache", 0);
-  reread.set("split", 1);
-  reread.set("fast", 1);
-  reread.set("keep", 1);
-  reread.set("unroll", 4);
-  out.push_back(reread);
   for (const auto& s : shapes)
     for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
       Config c;

@@ -128,7 +128,10 @@ class AnalyticCostModel final : public CostModel {
         1.0, std::min({static_cast<double>(arch_.max_blocks_per_sm), std::floor(arch_.max_threads_per_sm / block_threads),
                        std::floor(arch_.registers_per_sm / (std::min(registers, register_cap) * block_threads)),
                        smem_blocks}));
-    const double in_flight = blocks_per_sm * block_threads * utilization * held * elem * full_inputs;
+    // A staged row's first pass has one batch (four vectors) in flight at a
+    // time; the next batch's loads wait for this one's staging stores.
+    const double batch = staged ? std::min(held, 4.0 * vec) : held;
+    const double in_flight = blocks_per_sm * block_threads * utilization * batch * elem * full_inputs;
     const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
     const double mlp = std::min(1.0, in_flight / need);
     const double bw = arch_.dram_gbps * 1e9 * 0.92 * access * mlp * utilization;
@@ -147,7 +150,9 @@ class AnalyticCostModel final : public CostModel {
         (cached ? held : vec) * (recompute ? 3.5 : 3.0) * (staged ? 9.0 : 8.0) * warps_per_scheduler / 2000.0;
     // A re-reading pass waits on memory once per batch of `unroll` vectors.
     const double rereads = cached ? 0.0 : std::ceil(chunks / static_cast<double>(c.get_or("unroll", 1)));
-    const double phase_us = 1.0 + 2.0 * combine + 2.0 * 0.5 * rereads + 0.5 + compute_us;
+    // Each further batch of a staged row's first pass waits out a load latency.
+    const double batches = staged ? std::ceil(held / batch) - 1.0 : 0.0;
+    const double phase_us = 1.0 + 2.0 * combine + 2.0 * 0.5 * rereads + 1.0 * batches + 0.5 + compute_us;
     const double resident_rows = blocks_per_sm * per_block / split;
     const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;
     const double blocks = std::ceil(rows / per_block) * split;

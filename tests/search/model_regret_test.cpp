@@ -52,6 +52,21 @@ TEST(ModelRegret, RanksThePackedRowKernels) {
   EXPECT_GE(within(bf16, 0.10), 16) << "bf16 row shapes whose model pick is within 10 % of the best";
 }
 
+// Run 3b98f01: rows staged in shared memory (smem=1) beside the register
+// rows; the model charges a staged row one load latency per further batch
+// of four vectors (without that its picks there were 1.5-4.6x slow).
+TEST(ModelRegret, RanksTheStagedRowKernels) {
+  const auto kinds = model_regret(read_measured_records({kResults + "3b98f01-rows-records.jsonl"}));
+  const auto& f32 = kinds.at("rows f32 nvrtc");
+  const auto& bf16 = kinds.at("rows bf16 nvrtc");
+  ASSERT_EQ(f32.size(), 42u);
+  ASSERT_EQ(bf16.size(), 42u);
+  EXPECT_LE(median_regret(f32), 0.07);
+  EXPECT_GE(within(f32, 0.10), 30) << "f32 row shapes whose model pick is within 10 % of the best";
+  EXPECT_LE(median_regret(bf16), 0.10);
+  EXPECT_GE(within(bf16, 0.10), 22) << "bf16 row shapes whose model pick is within 10 % of the best";
+}
+
 TEST(ModelRegret, RanksTheH200PointwiseKernels) {
   const auto kinds = model_regret(read_measured_records(
       {kResults + "a11723e-records.jsonl", kResults + "a2a0ff6-64m-records.jsonl"}));
