@@ -23,9 +23,12 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
 #   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
   --rows-run bb06126+4817c18 "$r-bb06126-rows-records.jsonl" "$r-bb06126-rows-copy.jsonl" \
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
-  --rows-run 66ed6e3 "$r-66ed6e3-rows-records.jsonl" "$r-66ed6e3-rows-copy.jsonl" \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt" \
+  --rows-run 66ed6e3+ "$r-66ed6e3-rows-records.jsonl" "$r-66ed6e3-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-d48ac76-rows-records.jsonl" "$r-d48ac76-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-3b98f01-rows-records.jsonl" "$r-3b98f01-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-f1af08a-rows-records.jsonl" "$r-f1af08a-rows-copy.jsonl" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -43,7 +46,19 @@ scripts/prepare_device.sh build && DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc TUNE
   MEMCHECK_TIMEOUT=60 bash scripts/gpu_reduction_session.sh                       # run 66ed6e3, 8 min 10 s
 # 55b0be7: bf16 rows held packed in registers and the keep parameter (bf16 only); 66ed6e3 adds whole vectors
 # without per-lane guards, which changes every NVRTC row kernel, so its records (f32 and bf16) replace the
-# earlier runs' NVRTC winners in this table; the Halide column is still run bb06126's." \
+# earlier runs' NVRTC winners in this table; the Halide column is still run bb06126's.
+OPS=add_layernorm,rmsnorm,layernorm,bias_add_softmax,softmax,add_rmsnorm,log_softmax DTYPES=f32,bf16 BUDGET=24 \
+  BACKENDS=nvrtc SIZES=32768x1024,8192x4096,4096x16384,1024x65536 TEST_TIMEOUT=180 TUNE_TIMEOUT=340 \
+  MEMCHECK_TIMEOUT=50 MEMCHECK_SIZES=256x1024,3000x3001,9x65537,7x16381 bash scripts/gpu_reduction_session.sh  # d48ac76
+OPS=(as above) DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc TEST_TIMEOUT=150 TUNE_TIMEOUT=395 MEMCHECK_TIMEOUT=40 \
+  MEMCHECK_SIZES=256x1024,3000x3001,9x65537,7x16381 bash scripts/gpu_reduction_session.sh       # 3b98f01, 6 min 50 s
+OPS=rmsnorm,add_layernorm,layernorm,softmax DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc SIZES=4096x16384,1024x65536 \
+  TEST_TIMEOUT=100 TUNE_TIMEOUT=120 MEMCHECK_TIMEOUT=30 MEMCHECK_SIZES=3000x3001,9x65537,7x16381 \
+  bash scripts/gpu_reduction_session.sh                                           # f1af08a (tune cut at 120 s: 7 of 8)
+# d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
+# 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4. Every schedule these
+# runs name prints the same kernel in all four commits (new parameters default to the old kernel), so the
+# four runs pool into one database: each shape's winner is its best record of any of them." \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
@@ -57,11 +72,11 @@ PEERS_TIMEOUT=120 PEERS_ARGS=\"--quick --ops relu_add,softmax\" bash scripts/gpu
 #   fusekit verify --package (cubins up to 17 M elements: 126 checks, 0 failed; PTX: 84 checks, 0 failed);
 #   compute-sanitizer memcheck of verify --package up to 1.1 M elements (84 checks, 0 errors);
 #   python3 bench/profile_kernels.py calls; ncu --clock-control none --nvtx --nvtx-include fk/ ... ncu; merge" \
-  --peers eb15259 "$r-eb15259-peers-peers.json" --plots img \
+  --peers d8e37e3 "$r-d8e37e3-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \
-  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl\"
-PEERS_TIMEOUT=540 VERIFY=1 VERIFY_TIMEOUT=25 MEMCHECK_TIMEOUT=25 bash scripts/gpu_peers_session.sh  # run eb15259
+  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl \$R-d48ac76-rows-records.jsonl \$R-3b98f01-rows-records.jsonl\"
+PEERS_TIMEOUT=470 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 bash scripts/gpu_peers_session.sh  # run d8e37e3
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
 #   compiles torch.compile's 252 graphs in 8 processes and then times every op; then fusekit verify --package
