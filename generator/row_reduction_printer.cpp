@@ -418,10 +418,14 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string s;
     for (const auto& in : cand.inputs) {
       const std::string v = indent + "const pack_t v_" + in.name + " = ";
+      if (in.axes == std::vector<int>{0}) {  // a weight: from memory (cached) in every pass
+        s += v + "fk_load<" + st + ", kV>(g_" + in.name + ", col0, cols, aligned);\n";
+        continue;
+      }
+      if (!in.full()) continue;  // indexed by row only: r_<name>
       const std::string slot = "s_" + in.name + "[j * (kR * kT) + fk_at]";
       auto unpacked = [&](const std::string& c) { return words ? "fk_unwords<kV>(" + c + ")" : c; };
-      if (!in.full()) {
-      } else if (from == From::kMemory) {
+      if (from == From::kMemory) {
         s += v + "fk_load<" + st + ", kV>(x_" + in.name + ", col0, cols, aligned);\n";
       } else if (from == From::kBatch) {  // from the batch's loads (open_batch)
         s += v + "w_" + in.name + "[g];\n";
@@ -435,10 +439,6 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       } else {
         s += v + "pack_t();  // read by the first pass only\n";
       }
-      if (in.full()) {
-      } else if (in.axes == std::vector<int>{0})
-        s += indent + "const pack_t v_" + in.name + " = fk_load<" + st + ", kV>(g_" + in.name +
-             ", col0, cols, aligned);\n";
     }
     // A whole vector (every one but a row's last, when cols % kV != 0) runs
     // without a guard per lane.
@@ -517,8 +517,6 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     }
     return s;
   };
-  // Every pass over the row, each reduction's then the outputs', at indent
-  // `b`: over the vectors held in registers, or reading them again.
   // A batch: every full input's next vectors are loaded before any is used
   // (bytes in flight: a use, or a staging store, straight after each load
   // would wait for it), then they are visited one by one as vector g. A

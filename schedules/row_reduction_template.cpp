@@ -20,7 +20,8 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("vec", {1, 2, 4, 8});
   s.add("cache", {0, 1, 2, 4, 8, 16});
   s.add("fast", {0, 1});
-  // Parameters added after the first records: absent reads as 1.
+  // Parameters added after the first records: absent, each reads as the
+  // value that prints the kernel those records measured.
   s.add("split", {1, 2, 4, 8}, 1);
   s.add("keep", {0, 1, 2}, 1);
   s.add("smem", {0, 1}, 0);
@@ -41,15 +42,15 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // re-reading schedule evaluates them again either way.
   s.require("keep=0 or 2 without a cached row (cache=0 re-reads the row: nothing is kept)",
             [](const Config& c) { return c.get_or("keep", 1) == 1 || c.get("cache") > 0; });
-  // A re-reading pass holds `unroll` vectors of every full input at once.
-  s.require("more than 128 bytes of re-read row in flight per thread (unroll * vec * element bytes * inputs)",
-            [element_bytes, cached_inputs](const Config& c) {
-              return c.get_or("unroll", 1) * c.get("vec") * element_bytes * std::max(1, cached_inputs) <= 128;
-            });
   s.require("smem=1 without a cached row (cache=0 re-reads the row: nothing is staged)",
             [](const Config& c) { return c.get_or("smem", 0) == 0 || c.get("cache") > 0; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
-  const int inputs = cached_inputs < 1 ? 1 : cached_inputs;
+  const int inputs = std::max(1, cached_inputs);
+  // A re-reading pass holds `unroll` vectors of every full input at once.
+  s.require("more than 128 bytes of re-read row in flight per thread (unroll * vec * element bytes * inputs)",
+            [element_bytes, inputs](const Config& c) {
+              return c.get_or("unroll", 1) * c.get("vec") * element_bytes * inputs <= 128;
+            });
   s.require("more than 256 bytes of cached row per thread in registers (smem=1 stages it in shared memory)",
             [element_bytes, inputs](const Config& c) {
               return c.get_or("smem", 0) == 1 || c.get("cache") * c.get("vec") * element_bytes * inputs <= 256;

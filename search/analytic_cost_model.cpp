@@ -110,12 +110,14 @@ class AnalyticCostModel final : public CostModel {
     // each for the ops that keep one, about half of them), more arithmetic.
     const bool recompute = cached && c.get_or("keep", 1) == 0;
     // smem=1 stages the row in shared memory: the registers hold only the
-    // vectors the first pass has in flight (about four), and shared memory
-    // (the inputs and, for about half the ops, one kept f32 per element)
-    // bounds the blocks per SM instead.
+    // batch of four vectors the first pass has in flight (the next batch's
+    // loads wait for this one's staging stores), and shared memory (the
+    // inputs and, for about half the ops, one kept f32 per element) bounds
+    // the blocks per SM instead.
     const bool staged = cached && c.get_or("smem", 0) == 1;
+    const double batch = staged ? std::min(held, 4.0 * vec) : held;
     const double per_element = full_inputs * elem / 4.0 + (recompute ? 0.5 : 1.0);
-    const double registers = 32.0 + (staged ? std::min(held, 4.0 * vec) : held) * per_element;
+    const double registers = 32.0 + batch * per_element;
     const double block_threads = threads * per_block;
     const double staged_bytes = staged ? block_threads * held * (full_inputs * elem + (recompute ? 0.0 : 2.0)) : 0.0;
     const double smem_blocks =
@@ -128,9 +130,6 @@ class AnalyticCostModel final : public CostModel {
         1.0, std::min({static_cast<double>(arch_.max_blocks_per_sm), std::floor(arch_.max_threads_per_sm / block_threads),
                        std::floor(arch_.registers_per_sm / (std::min(registers, register_cap) * block_threads)),
                        smem_blocks}));
-    // A staged row's first pass has one batch (four vectors) in flight at a
-    // time; the next batch's loads wait for this one's staging stores.
-    const double batch = staged ? std::min(held, 4.0 * vec) : held;
     const double in_flight = blocks_per_sm * block_threads * utilization * batch * elem * full_inputs;
     const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
     const double mlp = std::min(1.0, in_flight / need);
