@@ -37,35 +37,31 @@ TEST(ModelRegret, RanksTheH200RowReductions) {
   EXPECT_LE(median_regret(kinds.at("rows bf16 nvrtc")), 0.40);
 }
 
-// Run 66ed6e3: bf16 rows held packed, the keep parameter, and the model's
-// favourites measured beside the seeds (cache=16 with 8-32 threads per row,
-// which the model overrates: its worst picks). Held to what it is.
-TEST(ModelRegret, RanksThePackedRowKernels) {
-  const auto kinds = model_regret(read_measured_records({kResults + "66ed6e3-rows-records.jsonl"}));
+// The row-reduction regret of one run's records: medians at most the given
+// bounds, and at least `f32_close` / `bf16_close` of the 42 shapes each
+// (7 ops x 6 shapes) with the model's pick within 10 % of the best.
+void expect_row_regret(const std::string& run, double f32_median, int f32_close, double bf16_median, int bf16_close) {
+  SCOPED_TRACE("run " + run);
+  const auto kinds = model_regret(read_measured_records({kResults + run + "-rows-records.jsonl"}));
   const auto& f32 = kinds.at("rows f32 nvrtc");
   const auto& bf16 = kinds.at("rows bf16 nvrtc");
   ASSERT_EQ(f32.size(), 42u);
   ASSERT_EQ(bf16.size(), 42u);
-  EXPECT_LE(median_regret(f32), 0.07);
-  EXPECT_GE(within(f32, 0.10), 32) << "f32 row shapes whose model pick is within 10 % of the best";
-  EXPECT_LE(median_regret(bf16), 0.21);
-  EXPECT_GE(within(bf16, 0.10), 16) << "bf16 row shapes whose model pick is within 10 % of the best";
+  EXPECT_LE(median_regret(f32), f32_median);
+  EXPECT_GE(within(f32, 0.10), f32_close) << "f32 row shapes whose model pick is within 10 % of the best";
+  EXPECT_LE(median_regret(bf16), bf16_median);
+  EXPECT_GE(within(bf16, 0.10), bf16_close) << "bf16 row shapes whose model pick is within 10 % of the best";
 }
+
+// Run 66ed6e3: bf16 rows held packed, the keep parameter, and the model's
+// favourites measured beside the seeds (cache=16 with 8-32 threads per row,
+// which the model overrates: its worst picks). Held to what it is.
+TEST(ModelRegret, RanksThePackedRowKernels) { expect_row_regret("66ed6e3", 0.07, 32, 0.21, 16); }
 
 // Run 3b98f01: rows staged in shared memory (smem=1) beside the register
 // rows; the model charges a staged row one load latency per further batch
 // of four vectors (without that its picks there were 1.5-4.6x slow).
-TEST(ModelRegret, RanksTheStagedRowKernels) {
-  const auto kinds = model_regret(read_measured_records({kResults + "3b98f01-rows-records.jsonl"}));
-  const auto& f32 = kinds.at("rows f32 nvrtc");
-  const auto& bf16 = kinds.at("rows bf16 nvrtc");
-  ASSERT_EQ(f32.size(), 42u);
-  ASSERT_EQ(bf16.size(), 42u);
-  EXPECT_LE(median_regret(f32), 0.07);
-  EXPECT_GE(within(f32, 0.10), 30) << "f32 row shapes whose model pick is within 10 % of the best";
-  EXPECT_LE(median_regret(bf16), 0.10);
-  EXPECT_GE(within(bf16, 0.10), 22) << "bf16 row shapes whose model pick is within 10 % of the best";
-}
+TEST(ModelRegret, RanksTheStagedRowKernels) { expect_row_regret("3b98f01", 0.07, 30, 0.10, 22); }
 
 TEST(ModelRegret, RanksTheH200PointwiseKernels) {
   const auto kinds = model_regret(read_measured_records(

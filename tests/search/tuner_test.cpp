@@ -16,85 +16,90 @@
 namespace fusekit {
 namespace {
 
-TEST(Tuner, RecordsEveryCandidateAsModeledWithoutAGpu) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("fusekit_tuner_" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
-  const auto& cand = find_pattern("silu_mul");
-  const ArchLimits& arch = require_arch("sm_86");
-  auto wl = make_candidate_workload(cand, DType::kF16);
-  auto builder = make_kernel_builder(cand, DType::kF16, arch);
-  auto measurer = make_model_measurer(arch);
-  auto db = open_sqlite_db(path);
+// One op's tuning task on the model measurer, with a fresh database that
+// goes away with it.
+struct ModelTuning {
+  ModelTuning(const std::string& pattern, DType dt, const char* arch_name, std::vector<std::vector<int64_t>> domains)
+      : cand(find_pattern(pattern)),
+        arch(require_arch(arch_name)),
+        path((std::filesystem::temp_directory_path() /
+              ("fusekit_tuner_" + pattern + "_" + std::to_string(getpid()) + ".db"))
+                 .string()),
+        wl(make_candidate_workload(cand, dt)),
+        builder(make_kernel_builder(cand, dt, arch)),
+        measurer(make_model_measurer(arch)) {
+    std::filesystem::remove(path);
+    db = open_sqlite_db(path);
+    task.workload = wl.get();
+    task.builder = builder.get();
+    task.pattern = cand.name;
+    task.pipeline_text = canonical_pipeline_text(cand, dt);
+    task.pipeline_hash = pipeline_hash(task.pipeline_text);
+    task.domains = std::move(domains);
+    task.verify_domain = cand.odd_domain();
+    task.kind = cand.template_kind();
+    task.cached_inputs = cand.full_inputs();
+  }
+  ~ModelTuning() {
+    db.reset();
+    std::filesystem::remove(path);
+  }
+  TuneSummary run(const TunerOptions& opt) { return tune(task, *measurer, *db, arch, opt); }
+
+  const FusionCandidate& cand;
+  const ArchLimits& arch;
+  const std::string path;
+  std::unique_ptr<Workload> wl;
+  std::unique_ptr<Builder> builder;
+  std::unique_ptr<Measurer> measurer;
+  std::unique_ptr<TuneDb> db;
   TuneTask task;
-  task.workload = wl.get();
-  task.builder = builder.get();
-  task.pattern = cand.name;
-  task.pipeline_text = canonical_pipeline_text(cand, DType::kF16);
-  task.pipeline_hash = pipeline_hash(task.pipeline_text);
-  task.domains = {{4096}, {1 << 20}};
-  task.verify_domain = cand.odd_domain();
+};
+
+TEST(Tuner, RecordsEveryCandidateAsModeledWithoutAGpu) {
+  ModelTuning t("silu_mul", DType::kF16, "sm_86", {{4096}, {1 << 20}});
   TunerOptions opt;
   opt.budget = 3;
   opt.batch = 2;
-  TuneSummary s = tune(task, *measurer, *db, arch, opt);
+  TuneSummary s = t.run(opt);
   // 3 nvrtc candidates x 2 sizes, plus 3 halide candidates x 2 sizes unless pruned.
   EXPECT_EQ(s.records + s.pruned, 12u);
   EXPECT_EQ(s.failed, 0u);
-  EXPECT_EQ(db->size(), s.records);
-  for (const auto& r : db->all()) {
+  EXPECT_EQ(t.db->size(), s.records);
+  for (const auto& r : t.db->all()) {
     EXPECT_EQ(r.status, RecordStatus::kModeled);
     EXPECT_EQ(r.arch, "sm_86");
     EXPECT_EQ(r.dtype, "f16");
     EXPECT_GT(r.median_us, 0);
     EXPECT_EQ(r.gpu_name, "model:RTX A6000");
   }
-  auto best = db->best({task.pipeline_hash, "f16", shape_bucket_name(1 << 20), "sm_86"});
+  auto best = t.db->best({t.task.pipeline_hash, "f16", shape_bucket_name(1 << 20), "sm_86"});
   ASSERT_TRUE(best.has_value());
-  for (const auto& r : db->all()) {
+  for (const auto& r : t.db->all()) {
     if (r.shape_bucket == best->shape_bucket) {
       EXPECT_LE(best->median_us, r.median_us);
     }
   }
-  std::filesystem::remove(path);
 }
 
 // Every legal seed is measured before anything else, whatever parameters it
 // leaves at their absent value (a seed without smem= once fell out of the
 // space's spelling and was never measured).
 TEST(Tuner, MeasuresEveryLegalSeed) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fusekit_seeds_" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
-  const auto& cand = find_pattern("softmax");
-  const ArchLimits& arch = require_arch("sm_90");
-  auto wl = make_candidate_workload(cand, DType::kF32);
-  auto builder = make_kernel_builder(cand, DType::kF32, arch);
-  auto measurer = make_model_measurer(arch);
-  auto db = open_sqlite_db(path);
-  TuneTask task;
-  task.workload = wl.get();
-  task.builder = builder.get();
-  task.pattern = cand.name;
-  task.pipeline_text = canonical_pipeline_text(cand, DType::kF32);
-  task.pipeline_hash = pipeline_hash(task.pipeline_text);
-  task.domains = {{16384, 64}};
-  task.verify_domain = cand.odd_domain();
-  task.kind = cand.template_kind();
-  task.cached_inputs = cand.full_inputs();
-  const ParamSpace space = template_space(task.kind, arch, Backend::kNvrtc, 4, task.cached_inputs);
+  ModelTuning t("softmax", DType::kF32, "sm_90", {{16384, 64}});
+  const ParamSpace space = template_space(t.task.kind, t.arch, Backend::kNvrtc, 4, t.task.cached_inputs);
   std::vector<std::string> seeds;
-  for (const Config& c : template_seeds(task.kind, Backend::kNvrtc, 4))
+  for (const Config& c : template_seeds(t.task.kind, Backend::kNvrtc, 4))
     if (space.legal(c)) seeds.push_back(space.complete(c).to_string());
   ASSERT_GE(seeds.size(), 12u);
   TunerOptions opt;
   opt.budget = seeds.size();
   opt.backends = {Backend::kNvrtc};
-  tune(task, *measurer, *db, arch, opt);
+  t.run(opt);
   std::vector<std::string> measured;
-  for (const auto& r : db->all()) measured.push_back(r.params);
+  for (const auto& r : t.db->all()) measured.push_back(r.params);
   for (const std::string& s : seeds)
     EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
-  std::filesystem::remove(path);
 }
 
 // The model's favourites interleave the timed shapes: each shape's
