@@ -321,9 +321,6 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // Staged row: each full input a later pass or an output reads, and each
   // kept body, gets kC * kR * kT slots in shared memory (one cache_t, or
   // kV floats, per vector).
-  std::set<std::string> later_reads;
-  for (size_t k = 1; k < nred; ++k) collect_images(cached_bodies[k], point_values, &later_reads);
-  for (const auto& e : outputs) collect_images(e, point_values, &later_reads);
   struct StageArray {
     std::string name, type;  // s_<input> (cache_t) or sk<k> (float)
     int64_t offset;          // bytes into fk_stage
@@ -331,6 +328,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   std::vector<StageArray> stage;
   int64_t stage_bytes = 0;
   if (staged) {
+    std::set<std::string> later_reads;
+    for (size_t k = 1; k < nred; ++k) collect_images(cached_bodies[k], point_values, &later_reads);
+    for (const auto& e : outputs) collect_images(e, point_values, &later_reads);
     const int64_t slots = static_cast<int64_t>(cache) * rows * threads;
     auto place = [&](const std::string& name, const std::string& type, int64_t bytes) {
       stage.push_back({name, type, stage_bytes});

@@ -27,8 +27,16 @@
 //            and kept bodies also feed the later
 //            reductions (add_layernorm's variance
 //            reads the kept sum, not both inputs)
+//   smem     1: the cached row lives in shared         0, 1 (1 needs cache > 0;
+//            memory instead of registers; the first  bounded by the arch's
+//            pass loads it in batches of four        shared memory per block)
+//            vectors and stages only what later
+//            passes and outputs read
+//   unroll   vectors of each input a re-reading      1, 2, 4
+//            pass loads before it uses the first
 // A cached 16-bit row stays packed, two elements per 32-bit register.
-// Records from before `split` and `keep` existed read as split=1, keep=1.
+// Records from before `split`, `keep`, `smem` and `unroll` existed read as
+// split=1, keep=1, smem=0, unroll=1: the kernels they measured.
 // Every variant handles any row length; `cache` only decides which lengths
 // take the one-read path.
 #pragma once
