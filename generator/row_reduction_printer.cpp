@@ -119,6 +119,23 @@ static __device__ __forceinline__ void fk_cluster_wait() {
 #endif
 )cuda";
 
+// Persistent staged rows (persist > 0, sm_80+): each thread copies its own
+// slots of the next row group into shared memory with cp.async (no register
+// holds the data on the way), while it works on the current group.
+const char* kAsyncCopyHelpers = R"cuda(
+#if __CUDA_ARCH__ >= 800
+template <int N>
+static __device__ __forceinline__ void fk_copy_async(void* smem, const void* global) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if (N == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(global), "n"(N) : "memory");
+}
+static __device__ __forceinline__ void fk_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Every copy but the latest committed group's has landed (for this thread).
+static __device__ __forceinline__ void fk_copy_wait_prior() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+#endif
+)cuda";
+
 using Halide::Internal::Call;
 
 // True when `e` reads no element of an input and no column: only the row's
@@ -233,6 +250,18 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // unroll=U: a re-reading pass loads U vectors of every full input before
   // it uses the first (U loads in flight per thread instead of one).
   const int unroll = static_cast<int>(config.get_or("unroll", 1));
+  // persist=P: P blocks per SM (a multiple of the cluster), each looping
+  // over row groups; a staged row's copy of the next group is in flight
+  // (cp.async, double-buffered) while the block works on the current one.
+  const int persist = static_cast<int>(config.get_or("persist", 0));
+  if (persist > 0 && !staged)
+    throw UserError("schedule '" + config.to_string() + "' has persist=" + std::to_string(persist) +
+                    " without a staged row: persistent blocks prefetch into shared memory; set smem=1 and cache > 0");
+  const int64_t vector_bytes = vec * static_cast<int64_t>(dtype_bytes(pipe.dtype));
+  if (persist > 0 && vector_bytes != 4 && vector_bytes != 8 && vector_bytes != 16)
+    throw UserError("schedule '" + config.to_string() + "' has persist=" + std::to_string(persist) +
+                    " with vectors of " + std::to_string(vector_bytes) + " bytes; an asynchronous copy moves 4, 8 or 16: " +
+                    (vector_bytes < 4 ? "raise vec" : "lower vec"));
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   const bool words = pipe.dtype != DType::kF32 && vec >= 2;  // a cached 16-bit row stays packed
   const std::string round1 = round_one_fn(pipe.dtype);
@@ -243,6 +272,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
 
   std::ostringstream src;
   src << cuda_prelude() << kRowHelpers;
+  if (persist > 0) src << kAsyncCopyHelpers;
 
   // fk_body<k> and fk_point share one argument list: every input's value at
   // the column, every reduction, every parameter.
@@ -336,9 +366,12 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       stage.push_back({name, type, stage_bytes});
       stage_bytes += (bytes + 15) / 16 * 16;
     };
+    // A persistent block's first pass reads the staged row too, and the
+    // next group's copy lands in a second buffer.
     for (const auto& in : cand.inputs)
-      if (in.full() && later_reads.count(halide_input_name(in.name)))
-        place("s_" + in.name, "cache_t", slots * vec * static_cast<int64_t>(dtype_bytes(pipe.dtype)));
+      if (in.full() && (persist > 0 || later_reads.count(halide_input_name(in.name))))
+        place("s_" + in.name, "cache_t",
+              (persist > 0 ? 2 : 1) * slots * vec * static_cast<int64_t>(dtype_bytes(pipe.dtype)));
     for (size_t k : kept) place("sk" + std::to_string(k), "float", slots * vec * 4);
     // sm_90's opt-in maximum, less the combine's static shared memory.
     constexpr int64_t kMostStaged = 227 * 1024 - 4096;
@@ -392,6 +425,18 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   add_param("const int cols", {KernelParam::Kind::kShape, KernelParam::Type::kI32, 0, LaunchExpr::symbol("d0")});
   // A split row's blocks are consecutive in x: one cluster per row group.
   launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
+  // Persistent: persist * sm_count blocks in whole clusters, at most one
+  // per row group.
+  if (persist > 0)
+    launch.grid[0] = LaunchExpr::make(
+        LaunchExpr::Op::kMin,
+        {launch.grid[0],
+         LaunchExpr::make(LaunchExpr::Op::kMax,
+                          {LaunchExpr(1), LaunchExpr::make(LaunchExpr::Op::kDiv,
+                                                           {LaunchExpr::make(LaunchExpr::Op::kMul,
+                                                                             {LaunchExpr(persist),
+                                                                              LaunchExpr::symbol("sm_count")}),
+                                                            LaunchExpr(split)})})});
   if (split > 1) launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMul, {launch.grid[0], LaunchExpr(split)});
 
   // Where a pass finds the row: memory (re-reading, one vector or a batch
@@ -572,12 +617,41 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   };
   const std::string leave = split > 1 ? "fk_cluster_wait();\n" : "";
 
-  src << "extern \"C\" __global__ void __launch_bounds__(" << threads * rows << ") ";
+  // Where a thread's row and its pointers are, for row group `group`.
+  auto row_setup = [&](const std::string& in, const std::string& group, bool with_aligned) {
+    std::string s = in + "const long long row = " + group + " * kR + threadIdx.y;\n";
+    s += in + "const bool active = row < rows;\n";
+    s += in + "const long long base = (active ? row : 0) * (long long)cols;\n";
+    if (with_aligned) s += in + "const bool aligned = cols % kV == 0;  // every row starts on a vector boundary\n";
+    for (const auto& in_ : cand.inputs) {
+      if (in_.full()) s += in + "const " + st + "* __restrict__ x_" + in_.name + " = g_" + in_.name + " + base;\n";
+      else if (in_.axes == std::vector<int>{1})
+        s += in + "const " + st + " r_" + in_.name + " = g_" + in_.name + "[active ? row : 0];\n";
+      else if (in_.axes != std::vector<int>{0})
+        throw UserError("row reduction printer: input '" + in_.name + "' is indexed in a way it cannot print");
+    }
+    for (size_t o = 0; o < pipe.stored.size(); ++o)
+      s += in + st + "* __restrict__ y_o" + std::to_string(o) + " = g_o" + std::to_string(o) + " + base;\n";
+    for (size_t k = 0; k < nred; ++k) s += in + "float red" + std::to_string(k) + " = 0.0f;\n";
+    return s;
+  };
+  auto stage_pointers = [&](const std::string& in) {
+    std::string s = in + "extern __shared__ __align__(16) unsigned char fk_stage[];\n";
+    s += in + "const int fk_at = threadIdx.y * kT + threadIdx.x;  // the thread's slots\n";
+    for (const StageArray& a : stage)
+      s += in + a.type + "* " + a.name + (persist > 0 && a.name[1] == '_' ? "_buffers" : "") + " = reinterpret_cast<" +
+           a.type + "*>(fk_stage + " + std::to_string(a.offset) + ");\n";
+    return s;
+  };
+
+  src << "extern \"C\" __global__ void __launch_bounds__(" << threads * rows;
+  if (persist > 1) src << ", " << persist;
+  src << ") ";
   if (split > 1) src << "__cluster_dims__(" << split << ", 1, 1) ";
   src << entry << "(" << params << ") {\n";
   src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache
       << ", kS = " << split;
-  if (staged) src << ", kB = " << std::min(cache, 4);
+  if (staged && persist == 0) src << ", kB = " << std::min(cache, 4);
   if (unroll > 1) src << ", kU = " << unroll;
   src << ";\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
@@ -589,56 +663,79 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   } else {
     src << "  const int tid = threadIdx.x;\n";
   }
-  src << "  const long long row = (long long)(blockIdx.x / kS) * kR + threadIdx.y;\n";
-  src << "  const bool active = row < rows;\n";
-  src << "  const long long base = (active ? row : 0) * (long long)cols;\n";
-  src << "  const bool aligned = cols % kV == 0;  // every row starts on a vector boundary\n";
-  for (const auto& in : cand.inputs) {
-    if (in.full()) src << "  const " << st << "* __restrict__ x_" << in.name << " = g_" << in.name << " + base;\n";
-    else if (in.axes == std::vector<int>{1})
-      src << "  const " << st << " r_" << in.name << " = g_" << in.name << "[active ? row : 0];\n";
-    else if (in.axes != std::vector<int>{0})
-      throw UserError("row reduction printer: input '" + in.name + "' is indexed in a way it cannot print");
-  }
-  for (size_t o = 0; o < pipe.stored.size(); ++o)
-    src << "  " << st << "* __restrict__ y_o" << o << " = g_o" << o << " + base;\n";
-  for (size_t k = 0; k < nred; ++k) src << "  float red" << k << " = 0.0f;\n";
-
-  // Cached path: the row's vectors (and kept bodies) stay in registers, or
-  // in shared memory, across the passes.
-  if (staged) {
-    src << "  if (cols <= kT * kS * kV * kC) {\n";
-    src << "    extern __shared__ __align__(16) unsigned char fk_stage[];\n";
-    src << "    const int fk_at = threadIdx.y * kT + threadIdx.x;  // the thread's slots\n";
-    for (const StageArray& a : stage)
-      src << "    " << a.type << "* " << a.name << " = reinterpret_cast<" << a.type << "*>(fk_stage + " << a.offset
-          << ");\n";
-    src << passes("    ", From::kLoadAndStage, From::kStage);
-    if (!leave.empty()) src << "    " << leave;
-    src << "    return;\n  }\n";
-  } else if (cache > 0) {
-    src << "  if (cols <= kT * kS * kV * kC) {\n";
-    for (const auto& in : cand.inputs)
-      if (in.full()) src << "    cache_t c_" << in.name << "[kC];\n";
-    for (size_t k : kept) src << "    float kb" << k << "[kC][kV];\n";
-    src << "#pragma unroll\n    for (int j = 0; j < kC; ++j) {\n";
-    src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
-    for (const auto& in : cand.inputs)
-      if (in.full())
-        src << "      c_" << in.name << "[j] = active ? "
-            << (words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") << "x_" << in.name
-            << ", col0, cols, aligned) : cache_t();\n";
-    src << "    }\n";
-    src << passes("    ", From::kRegisters, From::kRegisters);
-    if (!leave.empty()) src << "    " << leave;
-    src << "    return;\n  }\n";
-  }
-
   // Re-reading path: any row length; each pass reads the row again.
   const From reread = unroll > 1 ? From::kBatch : From::kMemory;
-  src << passes("  ", reread, reread);
-  if (!leave.empty()) src << "  " << leave;
-  src << "}\n";
+
+  if (persist > 0) {
+    // Persistent blocks: the cluster's row groups are blockIdx.x / kS,
+    // then every (gridDim.x / kS)-th. A row that fits and starts on a vector
+    // boundary is staged by asynchronous copies, one group ahead: a thread
+    // copies and later reads only its own slots, so no barrier guards the
+    // buffers; the cluster barrier that ends each group orders the combine
+    // slots' reuse as in the one-group kernel.
+    src << "  const bool aligned = cols % kV == 0;  // every row starts on a vector boundary\n";
+    src << "  const long long groups = (rows + kR - 1) / kR, stride = gridDim.x / kS;\n";
+    src << "  if (aligned && cols <= kT * kS * kV * kC) {\n";
+    src << stage_pointers("    ");
+    src << "    // Copies group g's vectors of the thread's row into buffer b.\n";
+    src << "    const auto fetch = [&](long long g, int b) {\n";
+    src << "      const long long r = g * kR + threadIdx.y;\n";
+    src << "      if (g >= groups || r >= rows) return;\n";
+    src << "#pragma unroll\n      for (int j = 0; j < kC; ++j) {\n";
+    src << "        const int col0 = (j * kT * kS + tid) * kV;\n";
+    src << "        if (col0 >= cols) break;\n";
+    for (const auto& in : cand.inputs)
+      if (in.full())
+        src << "        fk_copy_async<sizeof(cache_t)>(&s_" << in.name << "_buffers[(b * kC + j) * (kR * kT) + fk_at], g_"
+            << in.name << " + r * cols + col0);\n";
+    src << "      }\n    };\n";
+    src << "    fetch(blockIdx.x / kS, 0);\n    fk_copy_commit();\n";
+    src << "    int it = 0;\n";
+    src << "    for (long long grp = blockIdx.x / kS; grp < groups; grp += stride, ++it) {\n";
+    src << "      fetch(grp + stride, (it + 1) & 1);\n      fk_copy_commit();\n      fk_copy_wait_prior();\n";
+    src << row_setup("      ", "grp", false);
+    for (const StageArray& a : stage)
+      if (a.name[1] == '_')
+        src << "      " << a.type << "* const " << a.name << " = " << a.name << "_buffers + (it & 1) * (kC * kR * kT);\n";
+    src << passes("      ", From::kStage, From::kStage);
+    if (!leave.empty()) src << "      " << leave;
+    src << "    }\n    return;\n  }\n";
+    src << "  for (long long grp = blockIdx.x / kS; grp < groups; grp += stride) {\n";
+    src << row_setup("    ", "grp", false);
+    src << passes("    ", reread, reread);
+    if (!leave.empty()) src << "    " << leave;
+    src << "  }\n}\n";
+  } else {
+    src << row_setup("  ", "(long long)(blockIdx.x / kS)", true);
+    // Cached path: the row's vectors (and kept bodies) stay in registers, or
+    // in shared memory, across the passes.
+    if (staged) {
+      src << "  if (cols <= kT * kS * kV * kC) {\n";
+      src << stage_pointers("    ");
+      src << passes("    ", From::kLoadAndStage, From::kStage);
+      if (!leave.empty()) src << "    " << leave;
+      src << "    return;\n  }\n";
+    } else if (cache > 0) {
+      src << "  if (cols <= kT * kS * kV * kC) {\n";
+      for (const auto& in : cand.inputs)
+        if (in.full()) src << "    cache_t c_" << in.name << "[kC];\n";
+      for (size_t k : kept) src << "    float kb" << k << "[kC][kV];\n";
+      src << "#pragma unroll\n    for (int j = 0; j < kC; ++j) {\n";
+      src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
+      for (const auto& in : cand.inputs)
+        if (in.full())
+          src << "      c_" << in.name << "[j] = active ? "
+              << (words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") << "x_" << in.name
+              << ", col0, cols, aligned) : cache_t();\n";
+      src << "    }\n";
+      src << passes("    ", From::kRegisters, From::kRegisters);
+      if (!leave.empty()) src << "    " << leave;
+      src << "    return;\n  }\n";
+    }
+    src << passes("  ", reread, reread);
+    if (!leave.empty()) src << "  " << leave;
+    src << "}\n";
+  }
 
   PrintedKernel out;
   out.source = src.str();

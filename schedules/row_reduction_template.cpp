@@ -26,6 +26,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("keep", {0, 1, 2}, 1);
   s.add("smem", {0, 1}, 0);
   s.add("unroll", {1, 2, 4}, 1);
+  s.add("persist", {0, 1, 2}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -44,6 +45,16 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
             [](const Config& c) { return c.get_or("keep", 1) == 1 || c.get("cache") > 0; });
   s.require("smem=1 without a cached row (cache=0 re-reads the row: nothing is staged)",
             [](const Config& c) { return c.get_or("smem", 0) == 0 || c.get("cache") > 0; });
+  // Persistent blocks prefetch the next row group into shared memory with
+  // cp.async (sm_80 and later), which moves 4, 8 or 16 bytes at a time.
+  s.require("persist>0 without a staged row (smem=1)",
+            [](const Config& c) { return c.get_or("persist", 0) == 0 || c.get_or("smem", 0) == 1; });
+  const bool async_copies = arch.arch.number() >= 80;
+  s.require("persist>0 (asynchronous copies) needs sm_80 or later",
+            [async_copies](const Config& c) { return c.get_or("persist", 0) == 0 || async_copies; });
+  s.require("persist>0 with vectors under 4 bytes (vec * element bytes)", [element_bytes](const Config& c) {
+    return c.get_or("persist", 0) == 0 || c.get("vec") * element_bytes >= 4;
+  });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = std::max(1, cached_inputs);
   // A re-reading pass holds `unroll` vectors of every full input at once.
@@ -55,16 +66,17 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
             [element_bytes, inputs](const Config& c) {
               return c.get_or("smem", 0) == 1 || c.get("cache") * c.get("vec") * element_bytes * inputs <= 256;
             });
-  // A staged row: each input's elements plus, for the catalog's ops, at most
-  // one kept f32 body per element (the printer counts exactly and refuses
-  // more than any arch grants), in the block's opt-in shared memory less the
-  // combine's own.
+  // A staged row: each input's elements (twice for a persistent block: the
+  // next group's copy) plus, for the catalog's ops, at most one kept f32 body
+  // per element (the printer counts exactly and refuses more than any arch
+  // grants), in the block's opt-in shared memory less the combine's own.
   const int64_t max_shared = arch.max_shared_per_block - 4096;
   s.require("a staged row (smem=1) larger than the arch's shared memory per block (" +
                 std::to_string(arch.max_shared_per_block) + " bytes)",
             [element_bytes, inputs, max_shared](const Config& c) {
+              const int64_t buffers = c.get_or("persist", 0) > 0 ? 2 : 1;
               return c.get_or("smem", 0) == 0 || c.get("rows") * c.get("threads") * c.get("cache") * c.get("vec") *
-                                                         (element_bytes * inputs + 4) <=
+                                                         (element_bytes * inputs * buffers + 4) <=
                                                      max_shared;
             });
   return s;
@@ -77,20 +89,24 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     return out;
   }
   const int64_t wide = 16 / element_bytes;
-  // {threads, rows, 16-byte vectors cached, split, fast modes, smem} for
+  // {threads, rows, 16-byte vectors cached, split, fast modes, smem,
+  // persist} for
   // 4-byte elements: rows held in registers at 1024 (four rows per block),
   // 1024, 4096 and 16384 columns, a variant that re-reads the row every
   // pass, rows of 65536 held in the registers of a cluster of 8 or 4 blocks
   // (sm_90; elsewhere the space drops them), and rows of 16384 and 65536
   // (a cluster of 4) staged in shared memory, which leaves the registers
-  // free for more resident warps. Narrower elements keep the bytes each
+  // free for more resident warps, and the same staged in persistent blocks
+  // that copy the next row ahead (rows of 4096, 16384 and 65536: one or two
+  // blocks per SM, the latter in a cluster of 8). Narrower elements keep the bytes each
   // thread has in flight (a row op is latency-bound when they are few): a
   // 16-byte vector holds twice the bf16 elements, so half the threads cover
   // the same row; re-reading keeps every thread.
-  const int64_t shapes[][6] = {{32, 4, 8, 1, 2, 0},   {128, 1, 2, 1, 2, 0},  {256, 1, 4, 1, 2, 0},
-                               {512, 1, 8, 1, 2, 0},  {1024, 1, 0, 1, 2, 0}, {256, 1, 8, 8, 1, 0},
-                               {512, 1, 8, 4, 1, 0},  {512, 1, 8, 1, 1, 1},  {1024, 1, 4, 1, 1, 1},
-                               {1024, 1, 4, 4, 1, 1}};
+  const int64_t shapes[][7] = {{32, 4, 8, 1, 2, 0, 0},   {128, 1, 2, 1, 2, 0, 0},  {256, 1, 4, 1, 2, 0, 0},
+                               {512, 1, 8, 1, 2, 0, 0},  {1024, 1, 0, 1, 2, 0, 0}, {256, 1, 8, 8, 1, 0, 0},
+                               {512, 1, 8, 4, 1, 0, 0},  {512, 1, 8, 1, 1, 1, 0},  {1024, 1, 4, 1, 1, 1, 0},
+                               {1024, 1, 4, 4, 1, 1, 0}, {128, 1, 8, 1, 1, 1, 2},  {512, 1, 8, 1, 1, 1, 1},
+                               {256, 1, 8, 8, 1, 1, 2},  {512, 1, 8, 4, 1, 1, 1}};
   for (const auto& s : shapes)
     for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
       Config c;
@@ -114,6 +130,7 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
       // the first pass: add_layernorm) or recomputed ones (fewer bytes
       // staged: softmax stages x alone).
       c.set("smem", 1);
+      if (s[6] > 0) c.set("persist", s[6]);
       for (int64_t keep : {2, 0}) {
         c.set("keep", keep);
         out.push_back(c);

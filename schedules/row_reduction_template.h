@@ -34,9 +34,16 @@
 //            passes and outputs read
 //   unroll   vectors of each input a re-reading      1, 2, 4
 //            pass loads before it uses the first
+//   persist  0: one block (cluster) per row group;   0, 1, 2 (P > 0 needs
+//            P > 0: P blocks per SM, each looping    smem=1, sm_80+ and
+//            over row groups; the staged row of the  vectors of 4 bytes or
+//            next group is copied into a second      more)
+//            buffer (cp.async) while the block works
+//            on the current one
 // A cached 16-bit row stays packed, two elements per 32-bit register.
-// Records from before `split`, `keep`, `smem` and `unroll` existed read as
-// split=1, keep=1, smem=0, unroll=1: the kernels they measured.
+// Records from before `split`, `keep`, `smem`, `unroll` and `persist` existed
+// read as split=1, keep=1, smem=0, unroll=1, persist=0: the kernels they
+// measured.
 // Every variant handles any row length; `cache` only decides which lengths
 // take the one-read path.
 #pragma once

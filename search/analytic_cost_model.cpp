@@ -115,21 +115,27 @@ class AnalyticCostModel final : public CostModel {
     // inputs and, for about half the ops, one kept f32 per element) bounds
     // the blocks per SM instead.
     const bool staged = cached && c.get_or("smem", 0) == 1;
-    const double batch = staged ? std::min(held, 4.0 * vec) : held;
+    // persist=P: P blocks per SM loop over the row groups, the next group's
+    // staged row in flight (asynchronous copies into a second buffer, no
+    // registers) while a block works on the current one.
+    const double persist = staged ? static_cast<double>(c.get_or("persist", 0)) : 0.0;
+    const double batch = persist > 0 ? held : staged ? std::min(held, 4.0 * vec) : held;
     const double per_element = full_inputs * elem / 4.0 + (recompute ? 0.5 : 1.0);
-    const double registers = 32.0 + batch * per_element;
+    const double registers = 32.0 + (persist > 0 ? vec : batch) * per_element;
     const double block_threads = threads * per_block;
-    const double staged_bytes = staged ? block_threads * held * (full_inputs * elem + (recompute ? 0.0 : 2.0)) : 0.0;
+    const double staged_bytes =
+        staged ? block_threads * held * (full_inputs * elem * (persist > 0 ? 2.0 : 1.0) + (recompute ? 0.0 : 2.0)) : 0.0;
     const double smem_blocks =
         staged ? std::floor((arch_.max_shared_per_block + 1024.0) / std::max(1.0, staged_bytes)) : 1e9;
     // More registers than a block can have: the compiler spills to local
     // memory, which costs about as much again as the excess.
     const double register_cap = std::min<double>(arch_.max_registers_per_thread, arch_.registers_per_sm / block_threads);
     const double spill = std::max(1.0, registers / register_cap);
-    const double blocks_per_sm = std::max(
+    const double fit_per_sm = std::max(
         1.0, std::min({static_cast<double>(arch_.max_blocks_per_sm), std::floor(arch_.max_threads_per_sm / block_threads),
                        std::floor(arch_.registers_per_sm / (std::min(registers, register_cap) * block_threads)),
                        smem_blocks}));
+    const double blocks_per_sm = persist > 0 ? std::min(persist, fit_per_sm) : fit_per_sm;
     const double in_flight = blocks_per_sm * block_threads * utilization * batch * elem * full_inputs;
     const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
     const double mlp = std::min(1.0, in_flight / need);
@@ -151,12 +157,18 @@ class AnalyticCostModel final : public CostModel {
     const double rereads = cached ? 0.0 : std::ceil(chunks / static_cast<double>(c.get_or("unroll", 1)));
     // Each further batch of a staged row's first pass waits out a load latency.
     const double batches = staged ? std::ceil(held / batch) - 1.0 : 0.0;
-    const double phase_us = 1.0 + 2.0 * combine + 2.0 * 0.5 * rereads + 1.0 * batches + 0.5 + compute_us;
+    // A persistent block's load was issued during the previous group.
+    const double phase_us = (persist > 0 ? 0.0 : 1.0) + 2.0 * combine + 2.0 * 0.5 * rereads + 1.0 * batches + 0.5 +
+                            compute_us;
     const double resident_rows = blocks_per_sm * per_block / split;
     const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;
     const double blocks = std::ceil(rows / per_block) * split;
-    const double waves = blocks / (arch_.sm_count * blocks_per_sm);
-    const double tail = waves < 8 ? std::ceil(waves) / waves : 1.0;
+    double waves = blocks / (arch_.sm_count * blocks_per_sm);
+    // Persistent blocks: groups per cluster, in turns; blocks beyond what
+    // fits per SM wait for a whole turn of the others.
+    if (persist > 0) waves = std::ceil(rows / per_block) / std::max(1.0, std::floor(persist * arch_.sm_count / split));
+    const double queued = persist > fit_per_sm ? std::ceil(persist / fit_per_sm) : 1.0;
+    const double tail = (waves < 8 ? std::ceil(waves) / waves : 1.0) * queued;
     // Fast math: cheaper transcendentals and divisions; a tie-breaker where
     // memory decides.
     const double math = c.get_or("fast", halide ? 0 : 1) ? 1.0 : 1.03;

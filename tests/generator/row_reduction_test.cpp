@@ -131,14 +131,35 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     const bool clusters = arch.arch.number() >= 90;
     EXPECT_EQ(s.legal(Config::parse("cache=8 fast=1 rows=1 split=8 threads=256 vec=4")), clusters);
     EXPECT_TRUE(s.legal(Config::parse("cache=8 fast=1 rows=1 split=1 threads=256 vec=4")));
-    // Seeds: split ones need clusters, staged ones the shared memory.
+    // Persistent blocks: a staged row (smem=1), asynchronous copies (sm_80+)
+    // of at least 4 bytes, and two buffers of the inputs in shared memory.
+    const bool async_copies = arch.arch.number() >= 80;
+    EXPECT_FALSE(s.legal(Config::parse("cache=8 fast=1 persist=1 rows=1 smem=0 split=1 threads=128 vec=4")));
+    EXPECT_EQ(s.legal(Config::parse("cache=8 fast=1 persist=1 rows=1 smem=1 split=1 threads=128 vec=4")), async_copies)
+        << arch.arch.name();
+    EXPECT_FALSE(RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1)
+                     .legal(Config::parse("cache=8 fast=1 persist=2 rows=1 smem=1 split=1 threads=256 vec=1")));
+    EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1)
+                  .legal(Config::parse("cache=8 fast=1 persist=2 rows=1 smem=1 split=1 threads=256 vec=2")),
+              async_copies);
+    // 16384 f32 elements per block: one input staged fits once (64 KiB plus
+    // 64 KiB of kept bodies) and twice (a persistent block's two buffers) in
+    // sm_90's 227 KiB, not twice in sm_80's 163 KiB.
+    const Config one_buffer = Config::parse("cache=8 fast=1 rows=1 smem=1 split=1 threads=512 vec=4");
+    EXPECT_EQ(s.legal(one_buffer), 16384 * 8 <= arch.max_shared_per_block - 4096) << arch.arch.name();
+    EXPECT_EQ(s.legal(Config::parse("cache=8 fast=1 persist=1 rows=1 smem=1 split=1 threads=512 vec=4")),
+              async_copies && 16384 * 12 <= arch.max_shared_per_block - 4096)
+        << arch.arch.name();
+    // Seeds: split ones need clusters, staged ones the shared memory,
+    // persistent ones asynchronous copies and two buffers of the input.
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes)) {
+        const int64_t buffers = c.get_or("persist", 0) > 0 ? 2 : 1;
         const bool fits = c.get_or("smem", 0) == 0 ||
-                          RowReductionTemplate::cached_row(c) / c.get("split") * (bytes + 4) <=
+                          RowReductionTemplate::cached_row(c) / c.get("split") * (buffers * bytes + 4) <=
                               arch.max_shared_per_block - 4096;
         EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, bytes, 1).legal(c),
-                  (c.get("split") == 1 || clusters) && fits)
+                  (c.get("split") == 1 || clusters) && (buffers == 1 || async_copies) && fits)
             << arch.arch.name() << " " << c.to_string();
       }
     // The split seeds hold a row of 65536 in registers.
@@ -164,13 +185,19 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
                               "cache=8 fast=0 keep=0 rows=2 smem=1 split=2 threads=64 vec=2",
                               "cache=2 fast=1 keep=2 rows=1 smem=1 threads=128 vec=8",
                               "cache=0 fast=1 rows=1 threads=256 unroll=4 vec=4",
-                              "cache=2 fast=0 rows=2 split=2 threads=64 unroll=2 vec=2"}) {
+                              "cache=2 fast=0 rows=2 split=2 threads=64 unroll=2 vec=2",
+                              "cache=4 fast=1 keep=2 persist=1 rows=2 smem=1 threads=64 vec=4",
+                              "cache=2 fast=0 keep=0 persist=2 rows=1 smem=1 split=2 threads=64 vec=2",
+                              "cache=8 fast=1 keep=1 persist=2 rows=1 smem=1 split=8 threads=128 vec=4"}) {
         const Config config = Config::parse(cfg);
         PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
         EXPECT_EQ(k.launch.block[1], config.get("rows"));
-        const std::string groups = "(max 1 (div (add d1 " + std::to_string(config.get("rows") - 1) + ") " +
-                                   std::to_string(config.get("rows")) + "))";
-        const int64_t split = config.get_or("split", 1);
+        std::string groups = "(max 1 (div (add d1 " + std::to_string(config.get("rows") - 1) + ") " +
+                             std::to_string(config.get("rows")) + "))";
+        const int64_t split = config.get_or("split", 1), persist = config.get_or("persist", 0);
+        if (persist > 0)
+          groups = "(min " + groups + " (max 1 (div (mul " + std::to_string(persist) + " sm_count) " +
+                   std::to_string(split) + ")))";
         EXPECT_EQ(k.launch.grid[0].to_string(),
                   split == 1 ? groups : "(mul " + groups + " " + std::to_string(split) + ")");
         NvrtcResult r = compile_cuda_to_cubin(k.source, "k_" + c.name, sm90.arch, config.get("fast") != 0);
@@ -342,6 +369,71 @@ TEST(RowReductionPrinter, StagedRowsHoldOnlyWhatLaterPassesRead) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("stages 786432 bytes"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("lower cache, threads or rows"), std::string::npos);
+  }
+}
+
+// persist=P: P blocks per SM (whole clusters, at most one per row group)
+// loop over the row groups; each thread copies its slots of the next group
+// into the second buffer (cp.async) before it works on the current one, so
+// every full input is staged, twice.
+TEST(RowReductionPrinter, PersistentBlocksCopyTheNextRowGroupAhead) {
+  auto print = [](const char* op, DType dt, const char* cfg) {
+    const auto& c = find_pattern(op);
+    return print_row_reduction_kernel(c, instantiate(c, dt), Config::parse(cfg), "k");
+  };
+  // add_layernorm keep=2: both inputs in two buffers, the kept sum once.
+  const PrintedKernel k =
+      print("add_layernorm", DType::kF32, "cache=8 fast=1 keep=2 persist=2 rows=1 smem=1 split=4 threads=128 vec=4");
+  EXPECT_EQ(k.launch.shared_bytes, 2 * 2 * 128 * 8 * 16 + 128 * 8 * 16);
+  const std::string& src = k.source;
+  EXPECT_NE(src.find("__launch_bounds__(128, 2) __cluster_dims__(4, 1, 1)"), std::string::npos) << src;
+  EXPECT_NE(src.find("fk_copy_async<sizeof(cache_t)>(&s_residual_buffers[(b * kC + j) * (kR * kT) + fk_at], "
+                     "g_residual + r * cols + col0);"),
+            std::string::npos);
+  EXPECT_NE(src.find("fetch(grp + stride, (it + 1) & 1);\n      fk_copy_commit();\n      fk_copy_wait_prior();"),
+            std::string::npos);
+  EXPECT_NE(src.find("cache_t* const s_x = s_x_buffers + (it & 1) * (kC * kR * kT);"), std::string::npos);
+  // The first pass reads the staged row too; no pass loads the cached row
+  // from memory, and the re-reading loop (rows that do not fit or are not
+  // whole vectors) also walks the groups.
+  EXPECT_EQ(src.find("w_x[g]"), std::string::npos);
+  EXPECT_NE(src.find("if (aligned && cols <= kT * kS * kV * kC) {"), std::string::npos);
+  EXPECT_NE(src.find("  for (long long grp = blockIdx.x / kS; grp < groups; grp += stride) {"), std::string::npos);
+  // 1000 rows on 132 SMs: 66 clusters of 4 blocks; 10 rows: 10 clusters.
+  auto grid = [&](int64_t rows) {
+    int64_t v = 0;
+    EXPECT_TRUE(k.launch.grid[0]
+                    .evaluate(
+                        [&](const std::string& n, int64_t* out) {
+                          if (n == "d1") *out = rows;
+                          else if (n == "sm_count") *out = 132;
+                          else return false;
+                          return true;
+                        },
+                        &v)
+                    .ok());
+    return v;
+  };
+  EXPECT_EQ(grid(1000), 264);
+  EXPECT_EQ(grid(10), 40);
+  // A bf16 row packed as words is copied as it lies in memory.
+  const PrintedKernel soft = print("softmax", DType::kBF16, "cache=4 fast=1 keep=0 persist=1 rows=2 smem=1 threads=64 vec=8");
+  EXPECT_EQ(soft.launch.shared_bytes, 2 * 2 * 64 * 4 * 16);
+  EXPECT_NE(soft.source.find("typedef fk_pack<unsigned, kV / 2> cache_t;"), std::string::npos);
+  EXPECT_NE(soft.source.find("const pack_t v_x = fk_unwords<kV>(s_x[j * (kR * kT) + fk_at]);"), std::string::npos);
+  // Without a staged row, or with vectors an asynchronous copy cannot move
+  // (2 or 32 bytes): refused with the fix.
+  const std::pair<const char*, const char*> refused[] = {
+      {"cache=4 fast=1 persist=1 rows=1 threads=64 vec=4", "set smem=1"},
+      {"cache=4 fast=1 persist=1 rows=1 smem=1 threads=64 vec=1", "raise vec"},
+      {"cache=4 fast=1 persist=1 rows=1 smem=1 threads=64 vec=16", "lower vec"}};
+  for (const auto& [bad, fix] : refused) {
+    try {
+      print("softmax", DType::kBF16, bad);
+      ADD_FAILURE() << bad << " printed";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(fix), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -89,13 +89,15 @@ TEST_F(GpuKernels, HalideKernelsMatchTheReference) {
 
 // Every row op, f32 and bf16, cached and re-reading schedules, several rows
 // per block, on rows of length 1, 3, 1001 (not a multiple of any vector),
-// 4096 and 65536 (longer than any cached schedule here), inputs in [-3, 3);
+// 256 (3000 rows: persistent blocks take 12-23 row groups each), 4096 and
+// 65536 (longer than any cached schedule here), inputs in [-3, 3);
 // then again with activations in [-3e4, 3e4) (weights and biases stay in
 // [-3, 3)). bias_add_softmax is left out of the large case: scale * x + mask
 // rounds to f32 with an error of |logit| * 2^-24 (about 2e-3 at 3e4), which
 // exp turns into a relative error no f32 kernel can avoid.
 TEST_F(GpuKernels, RowReductionsMatchTheReference) {
-  const std::vector<std::vector<int64_t>> domains = {{1, 37}, {3, 5}, {1001, 97}, {4096, 64}, {65536, 3}};
+  const std::vector<std::vector<int64_t>> domains = {{1, 37},    {3, 5},     {1001, 97},
+                                                     {256, 3000}, {4096, 64}, {65536, 3}};
   for (const auto& c : catalog()) {
     if (!c.reduces()) continue;
     for (DType dt : {DType::kF32, DType::kBF16}) {
@@ -118,6 +120,13 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           // Re-reading passes with two and four vectors in flight per thread.
           "cache=0 fast=1 rows=2 threads=64 unroll=4 vec=2", "cache=0 fast=0 rows=1 threads=256 unroll=2 vec=" + wide};
       std::vector<std::string> all = configs;
+      // Persistent blocks copying the next row group ahead (sm_80): two rows
+      // per block, and 8-byte (f32) and 4-byte (bf16) copies; rows of 1001
+      // are no whole vectors and take the re-reading loop.
+      if (arch().arch.number() >= 80)
+        for (const std::string& s : {"cache=4 fast=1 keep=2 persist=1 rows=2 smem=1 threads=64 vec=" + wide,
+                                     std::string("cache=8 fast=0 keep=0 persist=2 rows=1 smem=1 threads=128 vec=2")})
+          all.push_back(s);
       // Rows split across a thread-block cluster (sm_90): held in registers
       // (65536 columns exactly fill 8 blocks), and re-read with several
       // rows per block; a row of length 1 leaves most of a cluster idle.
@@ -125,7 +134,8 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
         for (const std::string& s : {"cache=8 fast=1 rows=1 split=8 threads=256 vec=" + wide,
                                      std::string("cache=0 fast=0 rows=2 split=4 threads=64 vec=2"),
                                      "cache=2 fast=0 rows=4 split=2 threads=32 vec=" + wide,
-                                     "cache=4 fast=1 keep=2 rows=1 smem=1 split=4 threads=128 vec=" + wide})
+                                     "cache=4 fast=1 keep=2 rows=1 smem=1 split=4 threads=128 vec=" + wide,
+                                     "cache=4 fast=1 keep=1 persist=2 rows=1 smem=1 split=4 threads=128 vec=" + wide})
           all.push_back(s);
       auto wl = make_candidate_workload(c, dt);
       auto builder = make_kernel_builder(c, dt, arch());
