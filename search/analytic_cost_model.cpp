@@ -157,9 +157,11 @@ class AnalyticCostModel final : public CostModel {
     const double rereads = cached ? 0.0 : std::ceil(chunks / static_cast<double>(c.get_or("unroll", 1)));
     // Each further batch of a staged row's first pass waits out a load latency.
     const double batches = staged ? std::ceil(held / batch) - 1.0 : 0.0;
-    // A persistent block's load was issued during the previous group.
-    const double phase_us = (persist > 0 ? 0.0 : 1.0) + 2.0 * combine + 2.0 * 0.5 * rereads + 1.0 * batches + 0.5 +
-                            compute_us;
+    // A persistent block's load was issued during the previous group, but
+    // the H200 run 927c29e shows no gain from that: a block still takes
+    // one row group at a time through its phases, so it is charged as if
+    // it waited for its load.
+    const double phase_us = 1.0 + 2.0 * combine + 2.0 * 0.5 * rereads + 1.0 * batches + 0.5 + compute_us;
     const double resident_rows = blocks_per_sm * per_block / split;
     const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;
     const double blocks = std::ceil(rows / per_block) * split;
