@@ -27,8 +27,9 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run 66ed6e3+ "$r-d48ac76-rows-records.jsonl" "$r-d48ac76-rows-copy.jsonl" \
   --rows-run 66ed6e3+ "$r-3b98f01-rows-records.jsonl" "$r-3b98f01-rows-copy.jsonl" \
   --rows-run 66ed6e3+ "$r-f1af08a-rows-records.jsonl" "$r-f1af08a-rows-copy.jsonl" \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt" \
+  --rows-run 66ed6e3+ "$r-927c29e-rows-records.jsonl" "$r-927c29e-rows-copy.jsonl" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -55,28 +56,32 @@ OPS=(as above) DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc TEST_TIMEOUT=150 TUNE_TI
 OPS=rmsnorm,add_layernorm,layernorm,softmax DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc SIZES=4096x16384,1024x65536 \
   TEST_TIMEOUT=100 TUNE_TIMEOUT=120 MEMCHECK_TIMEOUT=30 MEMCHECK_SIZES=3000x3001,9x65537,7x16381 \
   bash scripts/gpu_reduction_session.sh                                           # f1af08a (tune cut at 120 s: 7 of 8)
+DTYPES=f32,bf16 BUDGET=32 BACKENDS=nvrtc SIZES=8192x4096,4096x16384,1024x65536 TEST_TIMEOUT=150 TUNE_TIMEOUT=330 \
+  MEMCHECK_TIMEOUT=50 MEMCHECK_SIZES=3000x3001,9x65537,2000x4096 bash scripts/gpu_reduction_session.sh
+                                                       # 927c29e, 7 min 26 s (tune cut at 330 s: 12 of 14)
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
-# 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4. Every schedule these
-# runs name prints the same kernel in all four commits (new parameters default to the old kernel), so the
-# four runs pool into one database: each shape's winner is its best record of any of them." \
+# 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
+# blocks (persist=1/2). Every schedule these runs name prints the same kernel in all five commits (new
+# parameters default to the old kernel), so the five runs pool into one database: each shape's winner is its
+# best record of any of them." \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --profile "$r-afed57a-profile-profile.json" \
+  --profile "$r-d70bdfe-profile-profile.json" \
   --profile-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \
-  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl\"
-PEERS_TIMEOUT=120 PEERS_ARGS=\"--quick --ops relu_add,softmax\" bash scripts/gpu_peers_session.sh; REUSE_PACKAGE=1 \
-  VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=40 CALLS_TIMEOUT=60 NCU_TIMEOUT=100 bash scripts/gpu_profile_session.sh  # run afed57a
-# = fusekit build --arch sm_90 from those records (pointwise: a11723e and a2a0ff6-64m; rows: 66ed6e3), during a
-#   quick peers.py run (relu_add and softmax; FX graph cache: 16 hits, 0 misses; results in *-afed57a-peersquick-*);
+  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl \$R-d48ac76-rows-records.jsonl \$R-3b98f01-rows-records.jsonl \
+  \$R-f1af08a-rows-records.jsonl \$R-927c29e-rows-records.jsonl\"
+VERIFY_TIMEOUT=60 MEMCHECK_TIMEOUT=60 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh  # run d70bdfe
+# = fusekit build --arch sm_90 from those records (the package of the peers run d70bdfe);
 #   fusekit verify --package (cubins up to 17 M elements: 126 checks, 0 failed; PTX: 84 checks, 0 failed);
 #   compute-sanitizer memcheck of verify --package up to 1.1 M elements (84 checks, 0 errors);
 #   python3 bench/profile_kernels.py calls; ncu --clock-control none --nvtx --nvtx-include fk/ ... ncu; merge" \
-  --peers d8e37e3 "$r-d8e37e3-peers-peers.json" --plots img \
+  --peers d70bdfe "$r-d70bdfe-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \
-  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl \$R-d48ac76-rows-records.jsonl \$R-3b98f01-rows-records.jsonl\"
-PEERS_TIMEOUT=470 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 bash scripts/gpu_peers_session.sh  # run d8e37e3
+  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl \$R-d48ac76-rows-records.jsonl \$R-3b98f01-rows-records.jsonl \
+  \$R-f1af08a-rows-records.jsonl \$R-927c29e-rows-records.jsonl\"
+PEERS_TIMEOUT=470 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 bash scripts/gpu_peers_session.sh  # run d70bdfe, 6 min 22 s
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
 #   compiles torch.compile's 252 graphs in 8 processes and then times every op; then fusekit verify --package

@@ -89,7 +89,7 @@ TEST_F(GpuKernels, HalideKernelsMatchTheReference) {
 
 // Every row op, f32 and bf16, cached and re-reading schedules, several rows
 // per block, on rows of length 1, 3, 1001 (not a multiple of any vector),
-// 256 (3000 rows: persistent blocks take 12-23 row groups each), 4096 and
+// 256 (3000 rows: persistent blocks take 12-46 row groups each), 4096 and
 // 65536 (longer than any cached schedule here), inputs in [-3, 3);
 // then again with activations in [-3e4, 3e4) (weights and biases stay in
 // [-3, 3)). bias_add_softmax is left out of the large case: scale * x + mask
