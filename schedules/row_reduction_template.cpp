@@ -79,6 +79,24 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
                                                          (element_bytes * inputs * buffers + 4) <=
                                                      max_shared;
             });
+  // The grid has `persist` blocks per SM and deals the row groups out
+  // statically: blocks that cannot be resident together would wait for a
+  // whole turn of the others (and __launch_bounds__(threads, persist) would
+  // squeeze the registers).
+  const int64_t threads_per_sm = arch.max_threads_per_sm;
+  s.require("persistent blocks (persist) whose threads exceed the SM's " + std::to_string(threads_per_sm),
+            [threads_per_sm](const Config& c) {
+              return c.get("threads") * c.get("rows") * c.get_or("persist", 0) <= threads_per_sm;
+            });
+  s.require("persistent blocks (persist) whose staged inputs exceed the SM's shared memory",
+            [element_bytes, inputs, max_shared](const Config& c) {
+              const int64_t p = c.get_or("persist", 0);
+              // The inputs' two buffers alone (kept bodies, which only some
+              // ops have, may still push a block out: measured, it loses).
+              return p <= 1 || p * c.get("rows") * c.get("threads") * c.get("cache") * c.get("vec") *
+                                       (element_bytes * inputs * 2) <=
+                                   max_shared + 4096;
+            });
   return s;
 }
 

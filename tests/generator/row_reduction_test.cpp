@@ -150,6 +150,16 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     EXPECT_EQ(s.legal(Config::parse("cache=8 fast=1 persist=1 rows=1 smem=1 split=1 threads=512 vec=4")),
               async_copies && 16384 * 12 <= arch.max_shared_per_block - 4096)
         << arch.arch.name();
+    // Two persistent blocks of 1024 threads (sm_86 and sm_89 hold 1536 per
+    // SM), or whose input buffers take more than half the shared memory
+    // each, cannot be resident together.
+    EXPECT_EQ(s.legal(Config::parse("cache=2 fast=1 persist=2 rows=1 smem=1 split=1 threads=1024 vec=4")),
+              async_copies && arch.max_threads_per_sm >= 2048 && 2 * 1024 * 8 * 8 <= arch.max_shared_per_block)
+        << arch.arch.name();
+    EXPECT_EQ(s.legal(Config::parse("cache=2 fast=1 persist=1 rows=1 smem=1 split=1 threads=1024 vec=4")),
+              async_copies && 1024 * 8 * 12 <= arch.max_shared_per_block - 4096)
+        << arch.arch.name();
+    EXPECT_FALSE(s.legal(Config::parse("cache=8 fast=1 persist=2 rows=1 smem=1 split=1 threads=512 vec=4")));
     // Seeds: split ones need clusters, staged ones the shared memory,
     // persistent ones asynchronous copies and two buffers of the input.
     for (int bytes : {4, 2})
