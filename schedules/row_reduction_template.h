@@ -35,10 +35,10 @@
 //   unroll   vectors of each input a re-reading      1, 2, 4
 //            pass loads before it uses the first
 //   persist  0: one block (cluster) per row group;   0, 1, 2 (P > 0 needs
-//            P > 0: P blocks per SM, each looping    smem=1, sm_80+ and
+//            P > 0: P blocks per SM, each looping    smem=1, sm_80+,
 //            over row groups; the staged row of the  vectors of 4 bytes or
-//            next group is copied into a second      more)
-//            buffer (cp.async) while the block works
+//            next group is copied into a second      more, and P blocks
+//            buffer (cp.async) while the block works that fit on one SM)
 //            on the current one
 // A cached 16-bit row stays packed, two elements per 32-bit register.
 // Records from before `split`, `keep`, `smem`, `unroll` and `persist` existed

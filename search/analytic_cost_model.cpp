@@ -118,7 +118,9 @@ class AnalyticCostModel final : public CostModel {
     // persist=P: P blocks per SM loop over the row groups, the next group's
     // staged row in flight (asynchronous copies into a second buffer, no
     // registers) while a block works on the current one.
-    const double persist = staged ? static_cast<double>(c.get_or("persist", 0)) : 0.0;
+    // A row that does not fit takes the re-reading loop of the same grid.
+    const double grid_per_sm = static_cast<double>(c.get_or("persist", 0));
+    const double persist = staged ? grid_per_sm : 0.0;
     const double batch = persist > 0 ? held : staged ? std::min(held, 4.0 * vec) : held;
     const double per_element = full_inputs * elem / 4.0 + (recompute ? 0.5 : 1.0);
     const double registers = 32.0 + (persist > 0 ? vec : batch) * per_element;
@@ -135,7 +137,7 @@ class AnalyticCostModel final : public CostModel {
         1.0, std::min({static_cast<double>(arch_.max_blocks_per_sm), std::floor(arch_.max_threads_per_sm / block_threads),
                        std::floor(arch_.registers_per_sm / (std::min(registers, register_cap) * block_threads)),
                        smem_blocks}));
-    const double blocks_per_sm = persist > 0 ? std::min(persist, fit_per_sm) : fit_per_sm;
+    const double blocks_per_sm = grid_per_sm > 0 ? std::min(grid_per_sm, fit_per_sm) : fit_per_sm;
     const double in_flight = blocks_per_sm * block_threads * utilization * batch * elem * full_inputs;
     const double need = arch_.dram_gbps * 1e9 / arch_.sm_count * 600e-9;
     const double mlp = std::min(1.0, in_flight / need);
@@ -168,8 +170,9 @@ class AnalyticCostModel final : public CostModel {
     double waves = blocks / (arch_.sm_count * blocks_per_sm);
     // Persistent blocks: groups per cluster, in turns; blocks beyond what
     // fits per SM wait for a whole turn of the others.
-    if (persist > 0) waves = std::ceil(rows / per_block) / std::max(1.0, std::floor(persist * arch_.sm_count / split));
-    const double queued = persist > fit_per_sm ? std::ceil(persist / fit_per_sm) : 1.0;
+    if (grid_per_sm > 0)
+      waves = std::ceil(rows / per_block) / std::max(1.0, std::floor(grid_per_sm * arch_.sm_count / split));
+    const double queued = grid_per_sm > fit_per_sm ? std::ceil(grid_per_sm / fit_per_sm) : 1.0;
     const double tail = (waves < 8 ? std::ceil(waves) / waves : 1.0) * queued;
     // Fast math: cheaper transcendentals and divisions; a tie-breaker where
     // memory decides.
