@@ -354,6 +354,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   struct StageArray {
     std::string name, type;  // s_<input> (cache_t) or sk<k> (float)
     int64_t offset;          // bytes into fk_stage
+    bool buffered;           // two buffers (persist: an input's next group)
   };
   std::vector<StageArray> stage;
   int64_t stage_bytes = 0;
@@ -362,17 +363,16 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (size_t k = 1; k < nred; ++k) collect_images(cached_bodies[k], point_values, &later_reads);
     for (const auto& e : outputs) collect_images(e, point_values, &later_reads);
     const int64_t slots = static_cast<int64_t>(cache) * rows * threads;
-    auto place = [&](const std::string& name, const std::string& type, int64_t bytes) {
-      stage.push_back({name, type, stage_bytes});
-      stage_bytes += (bytes + 15) / 16 * 16;
+    auto place = [&](const std::string& name, const std::string& type, int64_t bytes, bool buffered) {
+      stage.push_back({name, type, stage_bytes, buffered});
+      stage_bytes += (buffered ? 2 : 1) * ((bytes + 15) / 16 * 16);
     };
     // A persistent block's first pass reads the staged row too, and the
     // next group's copy lands in a second buffer.
     for (const auto& in : cand.inputs)
       if (in.full() && (persist > 0 || later_reads.count(halide_input_name(in.name))))
-        place("s_" + in.name, "cache_t",
-              (persist > 0 ? 2 : 1) * slots * vec * static_cast<int64_t>(dtype_bytes(pipe.dtype)));
-    for (size_t k : kept) place("sk" + std::to_string(k), "float", slots * vec * 4);
+        place("s_" + in.name, "cache_t", slots * vec * static_cast<int64_t>(dtype_bytes(pipe.dtype)), persist > 0);
+    for (size_t k : kept) place("sk" + std::to_string(k), "float", slots * vec * 4, false);
     // sm_90's opt-in maximum, less the combine's static shared memory.
     constexpr int64_t kMostStaged = 227 * 1024 - 4096;
     if (stage_bytes > kMostStaged)
@@ -639,7 +639,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string s = in + "extern __shared__ __align__(16) unsigned char fk_stage[];\n";
     s += in + "const int fk_at = threadIdx.y * kT + threadIdx.x;  // the thread's slots\n";
     for (const StageArray& a : stage)
-      s += in + a.type + "* " + a.name + (persist > 0 && a.name[1] == '_' ? "_buffers" : "") + " = reinterpret_cast<" +
+      s += in + a.type + "* " + a.name + (a.buffered ? "_buffers" : "") + " = reinterpret_cast<" +
            a.type + "*>(fk_stage + " + std::to_string(a.offset) + ");\n";
     return s;
   };
@@ -695,7 +695,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     src << "      fetch(grp + stride, (it + 1) & 1);\n      fk_copy_commit();\n      fk_copy_wait_prior();\n";
     src << row_setup("      ", "grp", false);
     for (const StageArray& a : stage)
-      if (a.name[1] == '_')
+      if (a.buffered)
         src << "      " << a.type << "* const " << a.name << " = " << a.name << "_buffers + (it & 1) * (kC * kR * kT);\n";
     src << passes("      ", From::kStage, From::kStage);
     if (!leave.empty()) src << "      " << leave;

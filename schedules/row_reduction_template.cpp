@@ -71,13 +71,16 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // per element (the printer counts exactly and refuses more than any arch
   // grants), in the block's opt-in shared memory less the combine's own.
   const int64_t max_shared = arch.max_shared_per_block - 4096;
+  // Elements of the row groups one block holds on chip.
+  auto block_elements = [](const Config& c) {
+    return c.get("rows") * c.get("threads") * c.get("cache") * c.get("vec");
+  };
   s.require("a staged row (smem=1) larger than the arch's shared memory per block (" +
                 std::to_string(arch.max_shared_per_block) + " bytes)",
-            [element_bytes, inputs, max_shared](const Config& c) {
+            [element_bytes, inputs, max_shared, block_elements](const Config& c) {
               const int64_t buffers = c.get_or("persist", 0) > 0 ? 2 : 1;
-              return c.get_or("smem", 0) == 0 || c.get("rows") * c.get("threads") * c.get("cache") * c.get("vec") *
-                                                         (element_bytes * inputs * buffers + 4) <=
-                                                     max_shared;
+              return c.get_or("smem", 0) == 0 ||
+                     block_elements(c) * (element_bytes * inputs * buffers + 4) <= max_shared;
             });
   // The grid has `persist` blocks per SM and deals the row groups out
   // statically: blocks that cannot be resident together would wait for a
@@ -89,13 +92,11 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
               return c.get("threads") * c.get("rows") * c.get_or("persist", 0) <= threads_per_sm;
             });
   s.require("persistent blocks (persist) whose staged inputs exceed the SM's shared memory",
-            [element_bytes, inputs, max_shared](const Config& c) {
+            [element_bytes, inputs, max_shared, block_elements](const Config& c) {
               const int64_t p = c.get_or("persist", 0);
               // The inputs' two buffers alone (kept bodies, which only some
               // ops have, may still push a block out: measured, it loses).
-              return p <= 1 || p * c.get("rows") * c.get("threads") * c.get("cache") * c.get("vec") *
-                                       (element_bytes * inputs * 2) <=
-                                   max_shared + 4096;
+              return p <= 1 || p * block_elements(c) * element_bytes * inputs * 2 <= max_shared + 4096;
             });
   return s;
 }
