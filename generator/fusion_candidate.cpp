@@ -111,8 +111,12 @@ class Context final : public AlgorithmContext {
       throw UserError(std::string("a ") + reduction_name(kind) + " over a row needs the rows layout (" + c_.name +
                       " is " + layout_name(c_.layout) + ")");
     if (!p_.row_length.defined()) throw UserError(c_.name + ": a row reduction needs a full-shape input");
-    const std::string k = std::to_string(p_.reductions.size());
     const Halide::Var col = p_.vars[0], row = p_.vars[1];
+    // The same reduction written twice (a user's `max(x, col)` in both the
+    // numerator and the denominator) is reduced once.
+    for (const RowReduction& r : p_.reductions)
+      if (r.kind == kind && Halide::Internal::graph_equal(r.body.value(), value)) return r.func(row);
+    const std::string k = std::to_string(p_.reductions.size());
     RowReduction red;
     red.kind = kind;
     red.body = Halide::Func("fk_rb" + k);

@@ -136,6 +136,84 @@ static __device__ __forceinline__ void fk_copy_wait_prior() { asm volatile("cp.a
 #endif
 )cuda";
 
+// Two consecutive reductions finished by one combine (onepass=1): each
+// thread reduces its own elements to statistics (a, b, n), and the row
+// merges them pairwise. The merge is symmetric in its arguments (explicit
+// roundings, no contraction), so both threads of a butterfly get the same
+// bits and every thread of a row gets the same row values.
+//   kOp 0: a = mean, b = sum of squared deviations from it, n = count
+//          (the pairwise update of Chan, Golub and LeVeque)
+//   kOp 1: a = max, b = sum of exp(x - a) (online softmax)
+const char* kPairHelpers = R"cuda(
+struct fk_stat { float a, b, n; };
+template <int kOp>
+static __device__ __forceinline__ fk_stat fk_merge(const fk_stat& x, const fk_stat& y) {
+  fk_stat r;
+  if (kOp == 0) {
+    r.n = x.n + y.n;
+    if (r.n == 0.0f) return fk_stat{0.0f, 0.0f, 0.0f};
+    const float d = y.a - x.a;  // squared below: the sign drops out
+    r.a = __fdiv_rn(__fadd_rn(__fmul_rn(x.n, x.a), __fmul_rn(y.n, y.a)), r.n);
+    r.b = __fadd_rn(__fadd_rn(x.b, y.b), __fmul_rn(__fmul_rn(d, d), __fdiv_rn(__fmul_rn(x.n, y.n), r.n)));
+  } else {
+    r.n = 0.0f;
+    r.a = fmaxf(x.a, y.a);
+    // Both empty (or all -inf): no term to rescale.
+    if (r.a == -__int_as_float(0x7f800000)) r.b = __fadd_rn(x.b, y.b);
+    else r.b = __fadd_rn(__fmul_rn(x.b, __expf(x.a - r.a)), __fmul_rn(y.b, __expf(y.a - r.a)));
+  }
+  return r;
+}
+// fk_row_combine for statistics; smem holds 3 * 32 floats.
+template <int kT, int kOp>
+static __device__ __forceinline__ fk_stat fk_row_combine_pair(fk_stat v, float* smem) {
+#pragma unroll
+  for (int o = (kT < 32 ? kT : 32) / 2; o > 0; o >>= 1) {
+    const fk_stat u{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o),
+                    __shfl_xor_sync(0xffffffffu, v.n, o)};
+    v = fk_merge<kOp>(v, u);
+  }
+  if (kT > 32) {
+    __syncthreads();  // the previous combine's reads of smem are done
+    if (threadIdx.x % 32 == 0) {
+      smem[threadIdx.x / 32] = v.a;
+      smem[32 + threadIdx.x / 32] = v.b;
+      smem[64 + threadIdx.x / 32] = v.n;
+    }
+    __syncthreads();
+    v = fk_stat{smem[0], smem[32], smem[64]};
+#pragma unroll
+    for (int w = 1; w < kT / 32; ++w) v = fk_merge<kOp>(v, fk_stat{smem[w], smem[32 + w], smem[64 + w]});
+  }
+  return v;
+}
+#if __CUDA_ARCH__ >= 900
+// fk_cluster_combine for statistics; slot holds 3 floats.
+template <int kS, int kOp>
+static __device__ __forceinline__ fk_stat fk_cluster_combine_pair(fk_stat v, float* slot) {
+  if (threadIdx.x == 0) {
+    slot[0] = v.a;
+    slot[1] = v.b;
+    slot[2] = v.n;
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(slot));
+  fk_stat r{0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (unsigned b = 0; b < kS; ++b) {
+    unsigned remote;
+    fk_stat u;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(b));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(u.a) : "r"(remote) : "memory");
+    asm volatile("ld.shared::cluster.f32 %0, [%1 + 4];" : "=f"(u.b) : "r"(remote) : "memory");
+    asm volatile("ld.shared::cluster.f32 %0, [%1 + 8];" : "=f"(u.n) : "r"(remote) : "memory");
+    r = b == 0 ? u : fk_merge<kOp>(r, u);
+  }
+  return r;
+}
+#endif
+)cuda";
+
 using Halide::Internal::Call;
 
 // True when `e` reads no element of an input and no column: only the row's
@@ -226,7 +304,52 @@ bool worth_keeping(Expr e) {
   return !e.as<Call>() || e.as<Call>()->call_type == Call::PureExtern || e.as<Call>()->call_type == Call::Intrinsic;
 }
 
+// True when `e` calls reduction `r`'s value.
+bool calls_reduction(const Expr& e, const RowReduction& r) {
+  const auto* c = e.as<Call>();
+  return c && c->call_type == Call::Halide && Halide::Internal::Function(c->func).name() == r.func.name();
+}
+
 }  // namespace
+
+std::vector<ReductionPair> find_reduction_pairs(const Pipeline& pipe) {
+  using Halide::Internal::graph_equal;
+  std::vector<ReductionPair> pairs;
+  const auto& reds = pipe.reductions;
+  for (size_t i = 0; i + 1 < reds.size(); ++i) {
+    const RowReduction &first = reds[i], &second = reds[i + 1];
+    // Funcs' definitions may bind `d` in a Let (`let k0 = v - mean in k0 * k0`).
+    const Expr body = Halide::Internal::substitute_in_all_lets(second.body.value());
+    // `d = v - mean(v)`, then the mean or sum of d * d.
+    if (first.kind == Reduction::kMean && second.kind != Reduction::kMax) {
+      const auto* m = body.as<Halide::Internal::Mul>();
+      const auto* d = m ? m->a.as<Halide::Internal::Sub>() : nullptr;
+      if (d && graph_equal(m->a, m->b) && calls_reduction(d->b, first) && graph_equal(d->a, first.body.value())) {
+        pairs.push_back({i, ReductionPair::Kind::kMeanVar});
+        ++i;
+        continue;
+      }
+    }
+    // `m = max(v)`, then sum(exp(v - m)).
+    if (first.kind == Reduction::kMax && second.kind == Reduction::kSum) {
+      const auto* e = body.as<Call>();
+      const auto* d = e && e->name == "exp_f32" && e->args.size() == 1 ? e->args[0].as<Halide::Internal::Sub>() : nullptr;
+      if (d && calls_reduction(d->b, first) && graph_equal(d->a, first.body.value())) {
+        pairs.push_back({i, ReductionPair::Kind::kMaxSumExp});
+        ++i;
+      }
+    }
+  }
+  return pairs;
+}
+
+RowOpTraits row_op_traits(const FusionCandidate& candidate, DType dtype) {
+  RowOpTraits t;
+  if (!candidate.reduces()) return t;
+  for (const auto& in : candidate.inputs) t.weight_inputs += in.axes == std::vector<int>{0};
+  t.reduction_pairs = static_cast<int>(find_reduction_pairs(instantiate(candidate, dtype)).size());
+  return t;
+}
 
 PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipeline& pipe, const Config& config,
                                          const std::string& entry) {
@@ -262,6 +385,33 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     throw UserError("schedule '" + config.to_string() + "' has persist=" + std::to_string(persist) +
                     " with vectors of " + std::to_string(vector_bytes) + " bytes; an asynchronous copy moves 4, 8 or 16: " +
                     (vector_bytes < 4 ? "raise vec" : "lower vec"));
+  // onepass=1: each pair of reductions that one combine can finish
+  // (find_reduction_pairs) is reduced by every thread over its own cached
+  // elements, both of them, and combined once. A re-reading pass (a row
+  // longer than the cache) keeps one combine per reduction.
+  const bool onepass = config.get_or("onepass", 0) == 1;
+  const std::vector<ReductionPair> pairs = onepass ? find_reduction_pairs(pipe) : std::vector<ReductionPair>{};
+  if (onepass && (pairs.empty() || cache == 0))
+    throw UserError("schedule '" + config.to_string() + "' has onepass=1, but " +
+                    (cache == 0 ? std::string("cache=0 re-reads the row for every reduction: raise cache")
+                                : "no two reductions of " + cand.name +
+                                      " combine together (a mean and the mean of squared deviations from it, or a "
+                                      "max and the sum of exp(v - max)): set onepass=0"));
+  auto pair_at = [&](size_t k) -> const ReductionPair* {
+    for (const auto& pr : pairs)
+      if (pr.first == k) return &pr;
+    return nullptr;
+  };
+  auto pair_second = [&](size_t k) { return k > 0 && pair_at(k - 1) != nullptr; };
+  // wbatch=1: the output pass of a cached row loads every vector of each
+  // weight (an input indexed by the column alone) before it uses the first.
+  const bool wbatch = config.get_or("wbatch", 0) == 1;
+  const bool has_weights = std::any_of(cand.inputs.begin(), cand.inputs.end(),
+                                       [](const InputSpec& in) { return in.axes == std::vector<int>{0}; });
+  if (wbatch && (!has_weights || cache == 0))
+    throw UserError("schedule '" + config.to_string() + "' has wbatch=1, but " +
+                    (cache == 0 ? std::string("cache=0 re-reads the row: raise cache")
+                                : cand.name + " has no weight (an input indexed by the column alone): set wbatch=0"));
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   const bool words = pipe.dtype != DType::kF32 && vec >= 2;  // a cached 16-bit row stays packed
   const std::string round1 = round_one_fn(pipe.dtype);
@@ -273,6 +423,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   std::ostringstream src;
   src << cuda_prelude() << kRowHelpers;
   if (persist > 0) src << kAsyncCopyHelpers;
+  if (!pairs.empty()) src << kPairHelpers;
 
   // fk_body<k> and fk_point share one argument list: every input's value at
   // the column, every reduction, every parameter.
@@ -308,7 +459,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // exp(scale * x + mask - max) holds the max's body).
   for (size_t k = nred; k-- > 0;) {
     const Expr body = pipe.reductions[k].body.value();
-    if (!keep_bodies || !worth_keeping(body)) continue;
+    // A pair's second body is evaluated against the thread's own statistic
+    // (its mean or max), not the row's: nothing to keep for the outputs.
+    if (!keep_bodies || !worth_keeping(body) || pair_second(k)) continue;
     Halide::Func kb("fk_kb" + std::to_string(k));
     kb(pipe.vars) = body;
     bool used = false;
@@ -448,6 +601,10 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     return staged ? "sk" + kb.substr(2) + "[(j * kV + l) * (kR * kT) + fk_at]" : kb + "[j][l]";
   };
   // One visit: the vector at col0 of every input, then `action` per lane in the row.
+  // The reductions' values as the bodies see them: red<k>, or the thread's
+  // own statistic while a pair's second body is reduced locally.
+  std::vector<std::string> red_args;
+  for (size_t k = 0; k < nred; ++k) red_args.push_back("red" + std::to_string(k));
   auto args_at = [&](const std::string& lane) {
     std::string a;
     auto add = [&](const std::string& s) { a += (a.empty() ? "" : ", ") + s; };
@@ -455,16 +612,17 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       if (in.full() || in.axes == std::vector<int>{0}) add("v_" + in.name + ".v[" + lane + "]");
       else add("r_" + in.name);  // indexed by row only
     }
-    for (size_t k = 0; k < nred; ++k) add("red" + std::to_string(k));
+    for (size_t k = 0; k < nred; ++k) add(red_args[k]);
     for (const auto& p : cand.params) add(halide_param_name(p.name));
     return a;
   };
-  auto visit = [&](From from, const std::string& indent, const std::string& action) {
+  auto visit = [&](From from, const std::string& indent, const std::string& action, bool weights_ahead = false) {
     std::string s;
     for (const auto& in : cand.inputs) {
       const std::string v = indent + "const pack_t v_" + in.name + " = ";
       if (in.axes == std::vector<int>{0}) {  // a weight: from memory (cached) in every pass
-        s += v + "fk_load<" + st + ", kV>(g_" + in.name + ", col0, cols, aligned);\n";
+        s += v + (weights_ahead ? "p_" + in.name + "[j]" : "fk_load<" + st + ", kV>(g_" + in.name + ", col0, cols, aligned)") +
+             ";\n";
         continue;
       }
       if (!in.full()) continue;  // indexed by row only: r_<name>
@@ -539,13 +697,18 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   auto identity = [&](size_t k) {
     return std::string(pipe.reductions[k].kind == Reduction::kMax ? "-__int_as_float(0x7f800000)" : "0.0f");
   };
-  auto finish_reduction = [&](size_t k, const std::string& indent) {
+  // Combine number `c` of the row (reduction k, unless pairs combine
+  // together) uses cluster slot c % 2.
+  auto cluster_slot = [&](int c) {
+    return pairs.empty() ? "&fk_slot[" + std::to_string(c % 2) + "][threadIdx.y]"
+                         : "fk_slot[" + std::to_string(c % 2) + "][threadIdx.y]";
+  };
+  auto finish_reduction = [&](size_t k, const std::string& indent, int c) {
     const RowReduction& r = pipe.reductions[k];
     const std::string n = std::to_string(k), max = r.kind == Reduction::kMax ? "true" : "false";
     std::string s = indent + "red" + n + " = fk_row_combine<kT, " + max + ">(acc, fk_smem[threadIdx.y]);\n";
     if (split > 1) {
-      s += indent + "red" + n + " = fk_cluster_combine<kS, " + max + ">(red" + n + ", &fk_slot[" +
-           std::to_string(k % 2) + "][threadIdx.y]);\n";
+      s += indent + "red" + n + " = fk_cluster_combine<kS, " + max + ">(red" + n + ", " + cluster_slot(c) + ");\n";
       if (k + 1 == nred) s += indent + "fk_cluster_arrive();\n";
     }
     if (r.kind == Reduction::kMean) s += indent + "red" + n + " /= (float)cols;\n";
@@ -600,18 +763,72 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
            "  const int col0 = (j * kT * kS + tid) * kV;\n" + in + "  if (!active || col0 >= cols) continue;\n" +
            body(in + "  ") + in + "}\n";
   };
+  // A pair of reductions over a cached row, combined once: the thread's
+  // statistic of the first (its mean, over the elements it holds, or its
+  // max), the second's body reduced against it, then fk_row_combine_pair.
+  auto paired_passes = [&](const std::string& b, From from, From rest, const ReductionPair& pr, int c) {
+    const size_t i = pr.first, j = i + 1;
+    const bool mean_var = pr.kind == ReductionPair::Kind::kMeanVar;
+    const std::string op = mean_var ? "0" : "1", ri = "red" + std::to_string(i), rj = "red" + std::to_string(j);
+    std::string s = b + "{\n" + b + "  float acc = " + identity(i) + ";\n";
+    s += over_vectors(b + "  ", from, [&](const std::string& in) { return visit(from, in, reduce_action(i, true)); });
+    if (mean_var) {
+      s += b + "  float fk_n = 0.0f;  // the elements the thread holds\n#pragma unroll\n";
+      s += b + "  for (int j = 0; j < kC; ++j) {\n" + b + "    const int col0 = (j * kT * kS + tid) * kV;\n";
+      s += b + "    if (active && col0 < cols) fk_n += (float)min(kV, cols - col0);\n" + b + "  }\n";
+      s += b + "  const float fk_m = fk_n > 0.0f ? acc / fk_n : 0.0f;\n";
+    } else {
+      s += b + "  const float fk_m = acc, fk_n = 0.0f;\n";
+    }
+    // With no element (or only -inf) a thread's sum of exp(v - max) is 0.
+    s += b + "  float fk_q = 0.0f;\n" + b + (mean_var ? "  {\n" : "  if (fk_m != -__int_as_float(0x7f800000)) {\n");
+    s += b + "    float acc = 0.0f;\n";
+    red_args[i] = "fk_m";
+    s += over_vectors(b + "    ", rest, [&](const std::string& in) { return visit(rest, in, reduce_action(j, true)); });
+    red_args[i] = ri;
+    s += b + "    fk_q = acc;\n" + b + "  }\n";
+    s += b + "  fk_stat st = fk_row_combine_pair<kT, " + op + ">(fk_stat{fk_m, fk_q, fk_n}, fk_smem[threadIdx.y]);\n";
+    if (split > 1) {
+      s += b + "  st = fk_cluster_combine_pair<kS, " + op + ">(st, " + cluster_slot(c) + ");\n";
+      if (j + 1 == nred) s += b + "  fk_cluster_arrive();\n";
+    }
+    s += b + "  " + ri + " = st.a;\n";
+    s += b + "  " + rj + " = st.b" + (pipe.reductions[j].kind == Reduction::kMean ? " / (float)cols" : "") + ";\n";
+    return s + b + "}\n";
+  };
+  // A cached row's output pass with wbatch=1: every vector of each weight,
+  // loaded before the pass.
+  auto weights_ahead = [&](const std::string& b) {
+    std::string s;
+    for (const auto& in : cand.inputs)
+      if (in.axes == std::vector<int>{0}) s += b + "pack_t p_" + in.name + "[kC];\n";
+    s += "#pragma unroll\n" + b + "for (int j = 0; j < kC; ++j) {\n" + b + "  const int col0 = (j * kT * kS + tid) * kV;\n";
+    for (const auto& in : cand.inputs)
+      if (in.axes == std::vector<int>{0})
+        s += b + "  p_" + in.name + "[j] = active && col0 < cols ? fk_load<" + st + ", kV>(g_" + in.name +
+             ", col0, cols, aligned) : pack_t();\n";
+    return s + b + "}\n";
+  };
   auto passes = [&](const std::string& b, From first, From rest) {
     const bool cached = first != From::kMemory && first != From::kBatch;
     std::string s;
-    for (size_t k = 0; k < nred; ++k) {
+    int c = 0;  // combines so far
+    for (size_t k = 0; k < nred; ++k, ++c) {
       const From from = k == 0 ? first : rest;
+      if (const ReductionPair* pr = cached ? pair_at(k) : nullptr) {
+        s += paired_passes(b, from, rest, *pr, c);
+        ++k;
+        continue;
+      }
       s += b + "{\n" + b + "  float acc = " + identity(k) + ";\n";
       s += over_vectors(b + "  ", from, [&](const std::string& in) { return visit(from, in, reduce_action(k, cached)); });
-      s += finish_reduction(k, b + "  ") + b + "}\n";
+      s += finish_reduction(k, b + "  ", c) + b + "}\n";
     }
     s += row_constants(b);
+    const bool ahead = wbatch && cached;
+    if (ahead) s += weights_ahead(b);
     s += over_vectors(b, rest, [&](const std::string& in) {
-      return declare_outputs(in) + visit(rest, in, point_action(cached)) + store_outputs(in);
+      return declare_outputs(in) + visit(rest, in, point_action(cached), ahead) + store_outputs(in);
     });
     return s;
   };
@@ -656,9 +873,10 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << ";\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
   if (cache > 0) src << "  typedef " << (words ? "fk_pack<unsigned, kV / 2>" : "pack_t") << " cache_t;\n";
-  src << "  __shared__ float fk_smem[kR][32];\n";
+  // A pair's combine stores three floats per warp, and per cluster block.
+  src << "  __shared__ float fk_smem[kR][" << (pairs.empty() ? 32 : 96) << "];\n";
   if (split > 1) {
-    src << "  __shared__ float fk_slot[2][kR];\n";
+    src << "  __shared__ float fk_slot[2][kR]" << (pairs.empty() ? "" : "[3]") << ";\n";
     src << "  const int tid = (int)fk_cluster_rank() * kT + threadIdx.x;  // the thread's place in its row\n";
   } else {
     src << "  const int tid = threadIdx.x;\n";

@@ -4,12 +4,28 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "generator/cuda_c_printer.h"
 #include "generator/fusion_candidate.h"
 #include "schedules/param_space.h"
 
 namespace fusekit {
+
+// Consecutive reductions that one combine can finish together (schedule
+// parameter onepass=1): the mean of v and the mean or sum of (v - mean)^2
+// (layernorm's variance), or the max of v and the sum of exp(v - max)
+// (softmax's denominator). `first` indexes the pipeline's reductions; the
+// pair is first and first + 1.
+struct ReductionPair {
+  enum class Kind { kMeanVar, kMaxSumExp };
+  size_t first = 0;
+  Kind kind = Kind::kMeanVar;
+};
+std::vector<ReductionPair> find_reduction_pairs(const Pipeline& pipeline);
+// The op's weights and pairs, for the schedule space (empty for an op that
+// does not reduce rows).
+RowOpTraits row_op_traits(const FusionCandidate& candidate, DType dtype);
 
 // Launch: block (threads, rows), grid ceil(rows_of_tensor / rows); the
 // kernel takes inputs, outputs, scalar parameters, then rows (64-bit) and

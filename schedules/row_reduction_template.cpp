@@ -6,7 +6,7 @@
 namespace fusekit {
 
 ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, int element_bytes,
-                                       int cached_inputs) {
+                                       int cached_inputs, const RowOpTraits& traits) {
   ParamSpace s;
   if (backend == Backend::kHalide) {
     s.add("threads", {32, 64, 128, 256, 512, 1024});
@@ -27,6 +27,8 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("smem", {0, 1}, 0);
   s.add("unroll", {1, 2, 4}, 1);
   s.add("persist", {0, 1, 2}, 0);
+  s.add("onepass", {0, 1}, 0);
+  s.add("wbatch", {0, 1}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -55,6 +57,23 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.require("persist>0 with vectors under 4 bytes (vec * element bytes)", [element_bytes](const Config& c) {
     return c.get_or("persist", 0) == 0 || c.get("vec") * element_bytes >= 4;
   });
+  // One combine for a pair of reductions, and weights loaded ahead of the
+  // output pass, apply to a cached row of an op that has them.
+  const bool pairs = traits.reduction_pairs > 0;
+  s.require("onepass=1 where no two reductions combine together (a mean and the mean of squared deviations, a max "
+            "and the sum of exp)",
+            [pairs](const Config& c) { return c.get_or("onepass", 0) == 0 || pairs; });
+  s.require("onepass=1 without a cached row (cache=0 re-reads the row for every reduction)",
+            [](const Config& c) { return c.get_or("onepass", 0) == 0 || c.get("cache") > 0; });
+  const int weights = traits.weight_inputs;
+  s.require("wbatch=1 without a weight (an input indexed by the column alone)",
+            [weights](const Config& c) { return c.get_or("wbatch", 0) == 0 || weights > 0; });
+  s.require("wbatch=1 without a cached row (cache=0 re-reads the row)",
+            [](const Config& c) { return c.get_or("wbatch", 0) == 0 || c.get("cache") > 0; });
+  s.require("more than 256 bytes of weights loaded ahead per thread (cache * vec * element bytes * weights)",
+            [element_bytes, weights](const Config& c) {
+              return c.get_or("wbatch", 0) == 0 || c.get("cache") * c.get("vec") * element_bytes * weights <= 256;
+            });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = std::max(1, cached_inputs);
   // A re-reading pass holds `unroll` vectors of every full input at once.
@@ -101,7 +120,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   return s;
 }
 
-std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes) {
+std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes, const RowOpTraits& traits) {
   std::vector<Config> out;
   if (backend == Backend::kHalide) {
     for (int64_t t : {128, 256, 1024}) out.push_back(Config(std::map<std::string, int64_t>{{"threads", t}}));
@@ -156,6 +175,20 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
         out.push_back(c);
       }
     }
+  // Where the op has a pair of reductions or weights, each cached fast seed
+  // also as a twin with one combine per pair (onepass) and the weights
+  // loaded ahead of the output pass (wbatch).
+  if (traits.reduction_pairs > 0 || traits.weight_inputs > 0) {
+    const size_t base = out.size();
+    for (size_t i = 0; i < base; ++i) {
+      if (out[i].get("cache") == 0 || out[i].get("fast") == 0) continue;
+      Config twin = out[i];
+      if (traits.reduction_pairs > 0) twin.set("onepass", 1);
+      if (traits.weight_inputs > 0 && twin.get("cache") * twin.get("vec") * element_bytes * traits.weight_inputs <= 256)
+        twin.set("wbatch", 1);
+      if (twin.to_string() != out[i].to_string()) out.push_back(twin);
+    }
+  }
   return out;
 }
 
@@ -186,14 +219,14 @@ int64_t RowReductionTemplate::cached_row(const Config& config) {
 }
 
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
-                          int cached_inputs) {
+                          int cached_inputs, const RowOpTraits& traits) {
   if (kind == TemplateKind::kRowReduction)
-    return RowReductionTemplate::space(arch, backend, element_bytes, cached_inputs);
+    return RowReductionTemplate::space(arch, backend, element_bytes, cached_inputs, traits);
   return PointwiseTemplate::space(arch, backend, element_bytes);
 }
 
-std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes) {
-  if (kind == TemplateKind::kRowReduction) return RowReductionTemplate::seeds(backend, element_bytes);
+std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes, const RowOpTraits& traits) {
+  if (kind == TemplateKind::kRowReduction) return RowReductionTemplate::seeds(backend, element_bytes, traits);
   return PointwiseTemplate::seeds(backend, element_bytes);
 }
 

@@ -40,10 +40,20 @@
 //            next group is copied into a second      more, and P blocks
 //            buffer (cp.async) while the block works that fit on one SM)
 //            on the current one
+//   onepass  1: each pair of reductions that one     0, 1 (1 needs cache > 0
+//            combine can finish (layernorm's mean    and such a pair)
+//            and variance, softmax's max and sum) is
+//            reduced per thread over the elements it
+//            holds (its mean or max, then the second
+//            body against it) and combined once;
+//            0: one combine per reduction
+//   wbatch   1: the output pass loads every vector   0, 1 (1 needs cache > 0
+//            of each weight (an input indexed by     and a weight)
+//            the column) before it uses the first
 // A cached 16-bit row stays packed, two elements per 32-bit register.
-// Records from before `split`, `keep`, `smem`, `unroll` and `persist` existed
-// read as split=1, keep=1, smem=0, unroll=1, persist=0: the kernels they
-// measured.
+// Records from before `split`, `keep`, `smem`, `unroll`, `persist`, `onepass`
+// and `wbatch` existed read as split=1, keep=1, smem=0, unroll=1, persist=0,
+// onepass=0, wbatch=0: the kernels they measured.
 // Every variant handles any row length; `cache` only decides which lengths
 // take the one-read path.
 #pragma once
@@ -59,12 +69,21 @@
 
 namespace fusekit {
 
+// What an op offers the row schedule beyond its inputs: weights (inputs
+// indexed by the column alone) and pairs of reductions one combine can
+// finish (generator/row_reduction_printer.h: find_reduction_pairs).
+struct RowOpTraits {
+  int weight_inputs = 0;
+  int reduction_pairs = 0;
+};
+
 class RowReductionTemplate {
  public:
   // NVRTC only: the Halide backend has no reduction schedule yet (empty
   // space). `cached_inputs` full-size inputs share the register budget.
-  static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs);
-  static std::vector<Config> seeds(Backend backend, int element_bytes);
+  static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs,
+                          const RowOpTraits& traits = {});
+  static std::vector<Config> seeds(Backend backend, int element_bytes, const RowOpTraits& traits = {});
   // Elements of a row the registers hold: threads * split * vec * cache.
   static int64_t cached_row(const Config& config);
   // The Halide schedule (Halide backend): one block per row, `threads`
@@ -79,8 +98,9 @@ class RowReductionTemplate {
 // Which template a candidate's kernels follow, and the tuner's view of it.
 enum class TemplateKind { kPointwise, kRowReduction };
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
-                          int cached_inputs);
-std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes);
+                          int cached_inputs, const RowOpTraits& traits = {});
+std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes,
+                                   const RowOpTraits& traits = {});
 // Empty when `config` can run a problem of `elements`; else why not.
 std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements);
 // The schedule of the generic variant a package always carries: no

@@ -2,6 +2,7 @@
 // values, the template's legality, and NVRTC compilation of printed kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -115,6 +116,17 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     const ParamSpace halide = RowReductionTemplate::space(arch, Backend::kHalide, 4, 1);
     EXPECT_EQ(halide.enumerate().size(), 6u);
     for (const Config& c : RowReductionTemplate::seeds(Backend::kHalide, 4)) EXPECT_TRUE(halide.legal(c));
+    // onepass=1 only for an op with a pair of reductions, wbatch=1 only
+    // for one with weights, both beside a cached row; weights ahead count
+    // against 256 bytes per thread.
+    const ParamSpace ln = RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1, RowOpTraits{2, 1});
+    EXPECT_FALSE(s.legal(Config::parse("cache=2 fast=0 onepass=1 rows=1 threads=256 vec=4")));
+    EXPECT_FALSE(s.legal(Config::parse("cache=2 fast=0 rows=1 threads=256 vec=4 wbatch=1")));
+    EXPECT_TRUE(ln.legal(Config::parse("cache=2 fast=0 onepass=1 rows=1 threads=256 vec=4 wbatch=1")));
+    EXPECT_FALSE(ln.legal(Config::parse("cache=0 fast=0 onepass=1 rows=1 threads=256 vec=4")));
+    EXPECT_FALSE(ln.legal(Config::parse("cache=0 fast=0 rows=1 threads=256 vec=4 wbatch=1")));
+    EXPECT_TRUE(ln.legal(Config::parse("cache=8 fast=0 rows=1 threads=256 vec=8 wbatch=1")));    // 2 x 128 bytes
+    EXPECT_FALSE(ln.legal(Config::parse("cache=16 fast=0 rows=1 smem=1 threads=64 vec=8 wbatch=1")));
     // keep=0 only beside a cached row.
     EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
     EXPECT_TRUE(s.legal(Config::parse("cache=2 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
@@ -176,6 +188,33 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
         if (c.get("split") > 1) EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
+     // Layernorm's seeds: each cached fast seed also with one combine for
+    // its pair and its weights loaded ahead, each twin legal where its base is.
+    const RowOpTraits traits{2, 1};
+    const ParamSpace ln_space = RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1, traits);
+    const std::vector<Config> plain = RowReductionTemplate::seeds(Backend::kNvrtc, 2);
+    const std::vector<Config> seeds = RowReductionTemplate::seeds(Backend::kNvrtc, 2, traits);
+    size_t twins = 0;
+    for (const Config& c : seeds) {
+      if (c.get_or("onepass", 0) == 0) continue;
+      ++twins;
+      EXPECT_EQ(c.get_or("wbatch", 0), c.get("cache") * c.get("vec") * 2 * 2 <= 256 ? 1 : 0) << c.to_string();
+      Config base = c;
+      base.set("onepass", 0);
+      base.set("wbatch", 0);
+      const std::string want = Config::parse(base.to_string()).to_string();
+      const auto it = std::find_if(plain.begin(), plain.end(), [&](const Config& p) {
+        Config q = p;
+        q.set("onepass", 0);
+        q.set("wbatch", 0);
+        return q.to_string() == want;
+      });
+      ASSERT_NE(it, plain.end()) << c.to_string();
+      EXPECT_TRUE(it->get("cache") > 0 && it->get("fast") == 1);
+      EXPECT_EQ(ln_space.legal(c), ln_space.legal(*it)) << arch.arch.name() << " " << c.to_string();
+    }
+    EXPECT_EQ(seeds.size(), plain.size() + twins);
+    EXPECT_GE(twins, 10u);
   }
 }
 
@@ -187,7 +226,7 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
     if (!c.reduces()) continue;
     for (DType dt : {DType::kF32, DType::kBF16}) {
       Pipeline p = instantiate(c, dt);
-      for (const char* cfg : {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2",
+      std::vector<std::string> cfgs = {"cache=2 fast=1 rows=4 threads=32 vec=4", "cache=0 fast=0 rows=1 threads=256 vec=2",
                               "cache=4 fast=1 rows=2 split=4 threads=128 vec=4",
                               "cache=4 fast=0 keep=0 rows=1 threads=64 vec=2",
                               "cache=4 fast=1 keep=2 rows=1 threads=64 vec=4",
@@ -198,7 +237,21 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
                               "cache=2 fast=0 rows=2 split=2 threads=64 unroll=2 vec=2",
                               "cache=4 fast=1 keep=2 persist=1 rows=2 smem=1 threads=64 vec=4",
                               "cache=2 fast=0 keep=0 persist=2 rows=1 smem=1 split=2 threads=64 vec=2",
-                              "cache=8 fast=1 keep=1 persist=2 rows=1 smem=1 split=8 threads=128 vec=4"}) {
+                              "cache=8 fast=1 keep=1 persist=2 rows=1 smem=1 split=8 threads=128 vec=4"};
+      // One combine per pair of reductions, weights loaded ahead: where the
+      // op has them (registers, staged, split, persistent, small blocks).
+      const RowOpTraits traits = row_op_traits(c, dt);
+      if (traits.reduction_pairs > 0)
+        for (const char* cfg : {"cache=2 fast=1 keep=1 onepass=1 rows=4 threads=8 vec=4",
+                                "cache=4 fast=0 keep=2 onepass=1 rows=1 smem=1 threads=1024 vec=2",
+                                "cache=4 fast=1 keep=0 onepass=1 rows=1 split=4 threads=128 vec=4",
+                                "cache=4 fast=1 keep=2 onepass=1 persist=2 rows=1 smem=1 split=2 threads=64 vec=4"})
+          cfgs.push_back(cfg);
+      if (traits.weight_inputs > 0)
+        for (const char* cfg : {"cache=4 fast=1 keep=0 rows=2 threads=64 vec=4 wbatch=1",
+                                "cache=2 fast=1 keep=1 persist=1 rows=1 smem=1 threads=128 vec=2 wbatch=1"})
+          cfgs.push_back(cfg);
+      for (const std::string& cfg : cfgs) {
         const Config config = Config::parse(cfg);
         PrintedKernel k = print_row_reduction_kernel(c, p, config, "k_" + c.name);
         EXPECT_EQ(k.launch.block[1], config.get("rows"));
@@ -449,6 +502,99 @@ TEST(RowReductionPrinter, PersistentBlocksCopyTheNextRowGroupAhead) {
 
 // unroll=4: every re-reading pass loads four vectors of each full input
 // before it uses the first; unroll=1 (or absent) reads one at a time.
+// onepass=1: a pair of reductions (layernorm's mean and variance, softmax's
+// max and sum of exp) is reduced per thread and combined once; the pairs
+// come from the Halide Exprs, so a user's own softmax has one too.
+TEST(RowReductionPrinter, PairsOfReductionsCombineOnce) {
+  auto pairs_of = [](const FusionCandidate& c) {
+    std::vector<std::string> out;
+    for (const ReductionPair& p : find_reduction_pairs(instantiate(c, DType::kF32)))
+      out.push_back(std::to_string(p.first) + (p.kind == ReductionPair::Kind::kMeanVar ? " mean-var" : " max-sum"));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pairs_of(find_pattern("layernorm")), V{"0 mean-var"});
+  EXPECT_EQ(pairs_of(find_pattern("add_layernorm")), V{"0 mean-var"});
+  EXPECT_EQ(pairs_of(find_pattern("softmax")), V{"0 max-sum"});
+  EXPECT_EQ(pairs_of(find_pattern("log_softmax")), V{"0 max-sum"});
+  EXPECT_EQ(pairs_of(find_pattern("bias_add_softmax")), V{"0 max-sum"});
+  EXPECT_EQ(pairs_of(find_pattern("rmsnorm")), V{});
+  EXPECT_EQ(pairs_of(find_pattern("add_rmsnorm")), V{});
+  EXPECT_EQ(pairs_of(parse_expression("out = exp(x - max(x, col)) / sum(exp(x - max(x, col)), col)")), V{"0 max-sum"});
+  // Not pairs: a sum of squares about something else than the mean, and a
+  // sum of exp(v - max) of another v.
+  EXPECT_EQ(pairs_of(parse_expression("out = x / mean((x - mean(y, col)) * (x - mean(y, col)), col)")), V{});
+  EXPECT_EQ(pairs_of(parse_expression("out = x / sum(exp(2 * x - max(x, col)), col)")), V{});
+  const RowOpTraits ln = row_op_traits(find_pattern("layernorm"), DType::kBF16);
+  EXPECT_EQ(ln.weight_inputs, 2);
+  EXPECT_EQ(ln.reduction_pairs, 1);
+  EXPECT_EQ(row_op_traits(find_pattern("softmax"), DType::kF32).weight_inputs, 0);
+
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The cached path combines the pair once; the re-reading path (a longer
+  // row) still combines each reduction.
+  const std::string one = row_source("layernorm", DType::kBF16, "cache=4 fast=1 keep=0 onepass=1 rows=1 threads=128 vec=8");
+  const std::string two = row_source("layernorm", DType::kBF16, "cache=4 fast=1 keep=0 rows=1 threads=128 vec=8");
+  EXPECT_EQ(count(one, "fk_row_combine_pair<kT, 0>(fk_stat{fk_m, fk_q, fk_n}"), 1u);
+  EXPECT_EQ(count(one, "= fk_row_combine<kT, false>(acc"), 2u);
+  EXPECT_EQ(count(two, "= fk_row_combine<kT, false>(acc"), 4u);
+  EXPECT_EQ(count(two, "fk_stat"), 0u);
+  // The variance's body is reduced about the thread's own mean, over the
+  // elements it holds; the row's variance is the merged sum over cols.
+  EXPECT_NE(one.find("const float fk_m = fk_n > 0.0f ? acc / fk_n : 0.0f;"), std::string::npos);
+  EXPECT_NE(one.find("acc += fk_body1(v_x.v[l], v_w.v[l], v_b.v[l], fk_m, red1, p_eps);"), std::string::npos);
+  EXPECT_NE(one.find("red1 = st.b / (float)cols;"), std::string::npos);
+  // Softmax: the sum of exp(x - max) about the thread's max, skipped where
+  // the thread has no finite element; exp(x - max) is not kept for the
+  // outputs (it is not the row's).
+  const std::string soft = row_source("softmax", DType::kF32, "cache=4 fast=1 keep=1 onepass=1 rows=1 threads=64 vec=4");
+  EXPECT_NE(soft.find("if (fk_m != -__int_as_float(0x7f800000)) {"), std::string::npos);
+  EXPECT_NE(soft.find("fk_row_combine_pair<kT, 1>"), std::string::npos);
+  EXPECT_EQ(soft.find("kb1"), std::string::npos);
+  EXPECT_NE(row_source("softmax", DType::kF32, "cache=4 fast=1 keep=1 rows=1 threads=64 vec=4").find("kb1"),
+            std::string::npos);
+  // Split rows: the pair's statistics go through the cluster once, and the
+  // slots hold three floats.
+  const std::string split =
+      row_source("add_layernorm", DType::kF32, "cache=4 fast=1 keep=2 onepass=1 rows=1 split=4 threads=128 vec=4");
+  EXPECT_NE(split.find("__shared__ float fk_slot[2][kR][3];"), std::string::npos);
+  EXPECT_EQ(count(split, "st = fk_cluster_combine_pair<kS, 0>(st, fk_slot[0][threadIdx.y]);"), 1u);
+  // Schedules that ask for what the op or the schedule lacks: UserError
+  // naming the fix.
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> bad = {
+      {"rmsnorm", {"cache=4 fast=1 onepass=1 rows=1 threads=64 vec=4", "set onepass=0"}},
+      {"layernorm", {"cache=0 fast=1 onepass=1 rows=1 threads=64 vec=4", "raise cache"}},
+      {"softmax", {"cache=4 fast=1 rows=1 threads=64 vec=4 wbatch=1", "set wbatch=0"}},
+      {"layernorm", {"cache=0 fast=1 rows=1 threads=64 vec=4 wbatch=1", "raise cache"}}};
+  for (const auto& [op, cfg] : bad) {
+    const auto& c = find_pattern(op);
+    try {
+      print_row_reduction_kernel(c, instantiate(c, DType::kF32), Config::parse(cfg.first), "k");
+      ADD_FAILURE() << op << " " << cfg.first << " printed";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(cfg.second), std::string::npos) << e.what();
+    }
+  }
+}
+
+// wbatch=1: the output pass loads every vector of each weight first.
+TEST(RowReductionPrinter, WeightsLoadAheadOfTheOutputPass) {
+  const std::string src =
+      row_source("layernorm", DType::kF32, "cache=4 fast=1 keep=2 rows=1 smem=1 threads=256 vec=4 wbatch=1");
+  const size_t ahead = src.find("p_w[j] = active && col0 < cols ? fk_load<float, kV>(g_w, col0, cols, aligned)");
+  const size_t use = src.find("const pack_t v_w = p_w[j];");
+  ASSERT_NE(ahead, std::string::npos);
+  ASSERT_NE(use, std::string::npos);
+  EXPECT_LT(ahead, use);
+  EXPECT_NE(src.find("p_b[j] = active"), std::string::npos);
+  // Only the output pass: reductions and the re-reading path load as before.
+  EXPECT_EQ(src.find("p_w", use + std::string("const pack_t v_w = p_w[j];").size()), std::string::npos);
+}
+
 TEST(RowReductionPrinter, UnrolledReReadsLoadABatchFirst) {
   const std::string src = row_source("add_layernorm", DType::kF32, "cache=0 fast=1 rows=1 threads=256 unroll=4 vec=4");
   EXPECT_NE(src.find("kU = 4;"), std::string::npos);

@@ -8,6 +8,7 @@
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
 #include "generator/expr_parser.h"
+#include "generator/row_reduction_printer.h"
 
 namespace fusekit {
 namespace {
@@ -136,6 +137,27 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
                                      "cache=2 fast=0 rows=4 split=2 threads=32 vec=" + wide,
                                      "cache=4 fast=1 keep=2 rows=1 smem=1 split=4 threads=128 vec=" + wide,
                                      "cache=4 fast=1 keep=1 persist=2 rows=1 smem=1 split=4 threads=128 vec=" + wide})
+          all.push_back(s);
+      // One combine per pair of reductions (onepass): several rows of 8 and
+      // 32 threads, a staged row of 1024 threads with its bodies recomputed,
+      // and (sm_90) split across a cluster, also persistent; rows of 1001
+      // and 65536 take the re-reading path. Weights loaded ahead (wbatch).
+      const RowOpTraits traits = row_op_traits(c, dt);
+      if (traits.reduction_pairs > 0) {
+        for (const std::string& s : {"cache=2 fast=0 keep=2 onepass=1 rows=4 threads=32 vec=" + wide,
+                                     std::string("cache=1 fast=1 keep=1 onepass=1 rows=8 threads=8 vec=2"),
+                                     "cache=4 fast=1 keep=0 onepass=1 rows=1 smem=1 threads=1024 vec=" + wide})
+          all.push_back(s);
+        if (arch().arch.number() >= 90)
+          for (const std::string& s : {"cache=8 fast=1 keep=1 onepass=1 rows=1 split=8 threads=256 vec=" + wide,
+                                       "cache=4 fast=1 keep=2 onepass=1 persist=2 rows=1 smem=1 split=4 threads=128 vec=" +
+                                           wide})
+            all.push_back(s);
+      }
+      if (traits.weight_inputs > 0)
+        for (const std::string& s : {"cache=4 fast=1 keep=0 rows=2 threads=64 vec=" + wide + " wbatch=1",
+                                     std::string("cache=2 fast=0 keep=2 rows=1 smem=1 threads=128 vec=4 wbatch=1") +
+                                         (traits.reduction_pairs > 0 ? " onepass=1" : "")})
           all.push_back(s);
       auto wl = make_candidate_workload(c, dt);
       auto builder = make_kernel_builder(c, dt, arch());
