@@ -153,8 +153,9 @@ static __device__ __forceinline__ fk_stat fk_merge(const fk_stat& x, const fk_st
     r.n = x.n + y.n;
     if (r.n == 0.0f) return fk_stat{0.0f, 0.0f, 0.0f};
     const float d = y.a - x.a;  // squared below: the sign drops out
-    r.a = __fdiv_rn(__fadd_rn(__fmul_rn(x.n, x.a), __fmul_rn(y.n, y.a)), r.n);
-    r.b = __fadd_rn(__fadd_rn(x.b, y.b), __fmul_rn(__fmul_rn(d, d), __fdiv_rn(__fmul_rn(x.n, y.n), r.n)));
+    const float inv = __frcp_rn(r.n);
+    r.a = __fmul_rn(__fadd_rn(__fmul_rn(x.n, x.a), __fmul_rn(y.n, y.a)), inv);
+    r.b = __fadd_rn(__fadd_rn(x.b, y.b), __fmul_rn(__fmul_rn(d, d), __fmul_rn(__fmul_rn(x.n, y.n), inv)));
   } else {
     r.n = 0.0f;
     r.a = fmaxf(x.a, y.a);
@@ -163,6 +164,23 @@ static __device__ __forceinline__ fk_stat fk_merge(const fk_stat& x, const fk_st
     else r.b = __fadd_rn(__fmul_rn(x.b, __expf(x.a - r.a)), __fmul_rn(y.b, __expf(y.a - r.a)));
   }
   return r;
+}
+// One thread's running statistic t, updated by a vector's v (in order,
+// within the thread: no symmetry needed).
+template <int kOp>
+static __device__ __forceinline__ fk_stat fk_update(fk_stat t, const fk_stat& v) {
+  if (kOp == 0) {
+    const float n = t.n + v.n, d = v.a - t.a, r = v.n / n;
+    t.a += d * r;
+    t.b += v.b + d * d * t.n * r;
+    t.n = n;
+  } else {
+    const float m = fmaxf(t.a, v.a);
+    if (m == -__int_as_float(0x7f800000)) return t;
+    t.b = t.b * __expf(t.a - m) + v.b * __expf(v.a - m);
+    t.a = m;
+  }
+  return t;
 }
 // fk_row_combine for statistics; smem holds 3 * 32 floats.
 template <int kT, int kOp>
@@ -386,17 +404,15 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
                     " with vectors of " + std::to_string(vector_bytes) + " bytes; an asynchronous copy moves 4, 8 or 16: " +
                     (vector_bytes < 4 ? "raise vec" : "lower vec"));
   // onepass=1: each pair of reductions that one combine can finish
-  // (find_reduction_pairs) is reduced by every thread over its own cached
-  // elements, both of them, and combined once. A re-reading pass (a row
-  // longer than the cache) keeps one combine per reduction.
+  // (find_reduction_pairs) is reduced by every thread, both of them, and
+  // combined once: over its cached elements (the second pass reads them
+  // again), or, reading the row from memory, vector by vector in one pass.
   const bool onepass = config.get_or("onepass", 0) == 1;
   const std::vector<ReductionPair> pairs = onepass ? find_reduction_pairs(pipe) : std::vector<ReductionPair>{};
-  if (onepass && (pairs.empty() || cache == 0))
-    throw UserError("schedule '" + config.to_string() + "' has onepass=1, but " +
-                    (cache == 0 ? std::string("cache=0 re-reads the row for every reduction: raise cache")
-                                : "no two reductions of " + cand.name +
-                                      " combine together (a mean and the mean of squared deviations from it, or a "
-                                      "max and the sum of exp(v - max)): set onepass=0"));
+  if (onepass && pairs.empty())
+    throw UserError("schedule '" + config.to_string() + "' has onepass=1, but no two reductions of " + cand.name +
+                    " combine together (a mean and the mean of squared deviations from it, or a max and the sum of "
+                    "exp(v - max)): set onepass=0");
   auto pair_at = [&](size_t k) -> const ReductionPair* {
     for (const auto& pr : pairs)
       if (pr.first == k) return &pr;
@@ -616,6 +632,13 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (const auto& p : cand.params) add(halide_param_name(p.name));
     return a;
   };
+  // `action` per lane of the vector at col0. A whole vector (every one but
+  // a row's last, when cols % kV != 0) runs without a guard per lane.
+  auto lanes = [&](const std::string& indent, const std::string& action) {
+    return indent + "if (col0 + kV <= cols) {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l) " + action +
+           "\n" + indent + "} else {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l)\n" + indent +
+           "    if (col0 + l < cols) " + action + "\n" + indent + "}\n";
+  };
   auto visit = [&](From from, const std::string& indent, const std::string& action, bool weights_ahead = false) {
     std::string s;
     for (const auto& in : cand.inputs) {
@@ -643,12 +666,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
         s += v + "pack_t();  // read by the first pass only\n";
       }
     }
-    // A whole vector (every one but a row's last, when cols % kV != 0) runs
-    // without a guard per lane.
-    s += indent + "if (col0 + kV <= cols) {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l) " + action +
-         "\n" + indent + "} else {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l)\n" + indent +
-         "    if (col0 + l < cols) " + action + "\n" + indent + "}\n";
-    return s;
+    return s + lanes(indent, action);
   };
   auto is_kept = [&](size_t k) { return std::find(kept.begin(), kept.end(), k) != kept.end(); };
   auto reduce_action = [&](size_t k, bool cached) {
@@ -796,6 +814,34 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     s += b + "  " + rj + " = st.b" + (pipe.reductions[j].kind == Reduction::kMean ? " / (float)cols" : "") + ";\n";
     return s + b + "}\n";
   };
+  // A pair over a row read from memory, in one pass: each vector's own
+  // statistic (the second body reduced about the vector's mean or max)
+  // folded into the thread's with fk_update, then one combine.
+  auto paired_reread = [&](const std::string& b, From from, const ReductionPair& pr, int c) {
+    const size_t i = pr.first, j = i + 1;
+    const bool mean_var = pr.kind == ReductionPair::Kind::kMeanVar;
+    const std::string op = mean_var ? "0" : "1", ri = "red" + std::to_string(i), rj = "red" + std::to_string(j);
+    std::string s = b + "{\n" + b + "  fk_stat fk_t{" + identity(i) + ", 0.0f, 0.0f};\n";
+    s += over_vectors(b + "  ", from, [&](const std::string& in) {
+      std::string v = in + "float acc = " + identity(i) + ";\n" + visit(from, in, reduce_action(i, false));
+      v += in + "const float fk_n = (float)min(kV, cols - col0);\n";
+      v += in + "const float fk_m = " + (mean_var ? "acc / fk_n" : "acc") + ";\n";
+      v += in + "acc = 0.0f;\n";
+      red_args[i] = "fk_m";
+      const std::string second = lanes(in + (mean_var ? "" : "  "), reduce_action(j, false));
+      red_args[i] = ri;
+      v += mean_var ? second : in + "if (fk_m != -__int_as_float(0x7f800000)) {\n" + second + in + "}\n";
+      return v + in + "fk_t = fk_update<" + op + ">(fk_t, fk_stat{fk_m, acc, fk_n});\n";
+    });
+    s += b + "  fk_stat st = fk_row_combine_pair<kT, " + op + ">(fk_t, fk_smem[threadIdx.y]);\n";
+    if (split > 1) {
+      s += b + "  st = fk_cluster_combine_pair<kS, " + op + ">(st, " + cluster_slot(c) + ");\n";
+      if (j + 1 == nred) s += b + "  fk_cluster_arrive();\n";
+    }
+    s += b + "  " + ri + " = st.a;\n";
+    s += b + "  " + rj + " = st.b" + (pipe.reductions[j].kind == Reduction::kMean ? " / (float)cols" : "") + ";\n";
+    return s + b + "}\n";
+  };
   // A cached row's output pass with wbatch=1: every vector of each weight,
   // loaded before the pass.
   auto weights_ahead = [&](const std::string& b) {
@@ -815,8 +861,8 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     int c = 0;  // combines so far
     for (size_t k = 0; k < nred; ++k, ++c) {
       const From from = k == 0 ? first : rest;
-      if (const ReductionPair* pr = cached ? pair_at(k) : nullptr) {
-        s += paired_passes(b, from, rest, *pr, c);
+      if (const ReductionPair* pr = pair_at(k)) {
+        s += cached ? paired_passes(b, from, rest, *pr, c) : paired_reread(b, from, *pr, c);
         ++k;
         continue;
       }

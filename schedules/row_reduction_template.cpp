@@ -57,14 +57,13 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.require("persist>0 with vectors under 4 bytes (vec * element bytes)", [element_bytes](const Config& c) {
     return c.get_or("persist", 0) == 0 || c.get("vec") * element_bytes >= 4;
   });
-  // One combine for a pair of reductions, and weights loaded ahead of the
-  // output pass, apply to a cached row of an op that has them.
+  // One combine for a pair of reductions applies to an op that has one;
+  // weights loaded ahead of the output pass to a cached row of an op with
+  // weights.
   const bool pairs = traits.reduction_pairs > 0;
   s.require("onepass=1 where no two reductions combine together (a mean and the mean of squared deviations, a max "
             "and the sum of exp)",
             [pairs](const Config& c) { return c.get_or("onepass", 0) == 0 || pairs; });
-  s.require("onepass=1 without a cached row (cache=0 re-reads the row for every reduction)",
-            [](const Config& c) { return c.get_or("onepass", 0) == 0 || c.get("cache") > 0; });
   const int weights = traits.weight_inputs;
   s.require("wbatch=1 without a weight (an input indexed by the column alone)",
             [weights](const Config& c) { return c.get_or("wbatch", 0) == 0 || weights > 0; });
@@ -175,18 +174,28 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
         out.push_back(c);
       }
     }
-  // Where the op has a pair of reductions or weights, each cached fast seed
-  // also as a twin with one combine per pair (onepass) and the weights
-  // loaded ahead of the output pass (wbatch).
-  if (traits.reduction_pairs > 0 || traits.weight_inputs > 0) {
+  // Where the op has a pair of reductions: the re-reading seed also in one
+  // pass for the pair (Welford-like statistics per vector, one combine),
+  // then a second read for the outputs, which at these sizes mostly hits
+  // L2; with 1024 and 512 threads, one and two vectors in flight, and split
+  // across a cluster of 4 for the longest rows. Run d66b27f measured
+  // onepass on cached rows (mostly 1-9 % slower than one combine per
+  // reduction) and weights loaded ahead (wbatch, 0.83-0.99x at the median):
+  // neither is seeded.
+  if (traits.reduction_pairs > 0) {
     const size_t base = out.size();
     for (size_t i = 0; i < base; ++i) {
-      if (out[i].get("cache") == 0 || out[i].get("fast") == 0) continue;
-      Config twin = out[i];
-      if (traits.reduction_pairs > 0) twin.set("onepass", 1);
-      if (traits.weight_inputs > 0 && twin.get("cache") * twin.get("vec") * element_bytes * traits.weight_inputs <= 256)
-        twin.set("wbatch", 1);
-      if (twin.to_string() != out[i].to_string()) out.push_back(twin);
+      if (out[i].get("cache") != 0 || out[i].get("fast") == 0) continue;
+      // {threads, unroll, split}
+      const int64_t twins[][3] = {{1024, 1, 1}, {1024, 2, 1}, {512, 2, 1}, {1024, 2, 4}};
+      for (const auto& twin : twins) {
+        Config c = out[i];
+        c.set("threads", twin[0]);
+        c.set("unroll", twin[1]);
+        c.set("split", twin[2]);
+        c.set("onepass", 1);
+        out.push_back(c);
+      }
     }
   }
   return out;

@@ -164,7 +164,7 @@ class AnalyticCostModel final : public CostModel {
     // one row group at a time through its phases, so it is charged as if
     // it waited for its load.
     // onepass=1 finishes a pair of reductions with one combine.
-    const double combines = cached && c.get_or("onepass", 0) == 1 ? 1.0 : 2.0;
+    const double combines = c.get_or("onepass", 0) == 1 ? 1.0 : 2.0;
     const double phase_us = 1.0 + combines * combine + 2.0 * 0.5 * rereads + 1.0 * batches + 0.5 + compute_us;
     const double resident_rows = blocks_per_sm * per_block / split;
     const double latency_us = rows / arch_.sm_count / resident_rows * phase_us;

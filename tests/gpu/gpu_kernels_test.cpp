@@ -140,18 +140,24 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           all.push_back(s);
       // One combine per pair of reductions (onepass): several rows of 8 and
       // 32 threads, a staged row of 1024 threads with its bodies recomputed,
-      // and (sm_90) split across a cluster, also persistent; rows of 1001
-      // and 65536 take the re-reading path. Weights loaded ahead (wbatch).
+      // re-reading schedules (one pass for the pair, vector by vector, one
+      // and two vectors in flight), and (sm_90) split across a cluster,
+      // cached, persistent and re-reading; rows of 1001 and 65536 take the
+      // re-reading path of the cached schedules too. Weights loaded ahead
+      // (wbatch).
       const RowOpTraits traits = row_op_traits(c, dt);
       if (traits.reduction_pairs > 0) {
         for (const std::string& s : {"cache=2 fast=0 keep=2 onepass=1 rows=4 threads=32 vec=" + wide,
                                      std::string("cache=1 fast=1 keep=1 onepass=1 rows=8 threads=8 vec=2"),
-                                     "cache=4 fast=1 keep=0 onepass=1 rows=1 smem=1 threads=1024 vec=" + wide})
+                                     "cache=4 fast=1 keep=0 onepass=1 rows=1 smem=1 threads=1024 vec=" + wide,
+                                     std::string("cache=0 fast=0 onepass=1 rows=2 threads=64 vec=2"),
+                                     "cache=0 fast=1 onepass=1 rows=1 threads=512 unroll=2 vec=" + wide})
           all.push_back(s);
         if (arch().arch.number() >= 90)
           for (const std::string& s : {"cache=8 fast=1 keep=1 onepass=1 rows=1 split=8 threads=256 vec=" + wide,
                                        "cache=4 fast=1 keep=2 onepass=1 persist=2 rows=1 smem=1 split=4 threads=128 vec=" +
-                                           wide})
+                                           wide,
+                                       "cache=0 fast=1 onepass=1 rows=1 split=4 threads=256 unroll=2 vec=" + wide})
             all.push_back(s);
       }
       if (traits.weight_inputs > 0)
