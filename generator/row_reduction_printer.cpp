@@ -153,7 +153,7 @@ static __device__ __forceinline__ fk_stat fk_merge(const fk_stat& x, const fk_st
     r.n = x.n + y.n;
     if (r.n == 0.0f) return fk_stat{0.0f, 0.0f, 0.0f};
     const float d = y.a - x.a;  // squared below: the sign drops out
-    const float inv = __frcp_rn(r.n);
+    const float inv = __fdividef(1.0f, r.n);  // of r.n alone: symmetric
     r.a = __fmul_rn(__fadd_rn(__fmul_rn(x.n, x.a), __fmul_rn(y.n, y.a)), inv);
     r.b = __fadd_rn(__fadd_rn(x.b, y.b), __fmul_rn(__fmul_rn(d, d), __fmul_rn(__fmul_rn(x.n, y.n), inv)));
   } else {
@@ -170,7 +170,7 @@ static __device__ __forceinline__ fk_stat fk_merge(const fk_stat& x, const fk_st
 template <int kOp>
 static __device__ __forceinline__ fk_stat fk_update(fk_stat t, const fk_stat& v) {
   if (kOp == 0) {
-    const float n = t.n + v.n, d = v.a - t.a, r = v.n / n;
+    const float n = t.n + v.n, d = v.a - t.a, r = __fdividef(v.n, n);
     t.a += d * r;
     t.b += v.b + d * d * t.n * r;
     t.n = n;
@@ -182,15 +182,20 @@ static __device__ __forceinline__ fk_stat fk_update(fk_stat t, const fk_stat& v)
   }
   return t;
 }
-// fk_row_combine for statistics; smem holds 3 * 32 floats.
+// v merged with lane (lane ^ o)'s.
+template <int kOp>
+static __device__ __forceinline__ fk_stat fk_merge_lane(const fk_stat& v, int o) {
+  return fk_merge<kOp>(v, fk_stat{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o),
+                                  __shfl_xor_sync(0xffffffffu, v.n, o)});
+}
+// fk_row_combine for statistics; smem holds 3 * 32 floats. Past a warp,
+// each warp merges the warps' statistics with a butterfly of its own (every
+// group of kT / 32 lanes holds a copy), so a thread merges log2(kT) times,
+// not kT / 32 - 1 times in a row.
 template <int kT, int kOp>
 static __device__ __forceinline__ fk_stat fk_row_combine_pair(fk_stat v, float* smem) {
 #pragma unroll
-  for (int o = (kT < 32 ? kT : 32) / 2; o > 0; o >>= 1) {
-    const fk_stat u{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o),
-                    __shfl_xor_sync(0xffffffffu, v.n, o)};
-    v = fk_merge<kOp>(v, u);
-  }
+  for (int o = (kT < 32 ? kT : 32) / 2; o > 0; o >>= 1) v = fk_merge_lane<kOp>(v, o);
   if (kT > 32) {
     __syncthreads();  // the previous combine's reads of smem are done
     if (threadIdx.x % 32 == 0) {
@@ -199,9 +204,10 @@ static __device__ __forceinline__ fk_stat fk_row_combine_pair(fk_stat v, float* 
       smem[64 + threadIdx.x / 32] = v.n;
     }
     __syncthreads();
-    v = fk_stat{smem[0], smem[32], smem[64]};
+    const int w = threadIdx.x % (kT / 32);
+    v = fk_stat{smem[w], smem[32 + w], smem[64 + w]};
 #pragma unroll
-    for (int w = 1; w < kT / 32; ++w) v = fk_merge<kOp>(v, fk_stat{smem[w], smem[32 + w], smem[64 + w]});
+    for (int o = kT / 64; o > 0; o >>= 1) v = fk_merge_lane<kOp>(v, o);
   }
   return v;
 }

@@ -174,26 +174,29 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
         out.push_back(c);
       }
     }
-  // Where the op has a pair of reductions: the re-reading seed also in one
-  // pass for the pair (Welford-like statistics per vector, one combine),
-  // then a second read for the outputs, which at these sizes mostly hits
-  // L2; with 1024 and 512 threads, one and two vectors in flight, and split
-  // across a cluster of 4 for the longest rows. Run d66b27f measured
-  // onepass on cached rows (mostly 1-9 % slower than one combine per
-  // reduction) and weights loaded ahead (wbatch, 0.83-0.99x at the median):
-  // neither is seeded.
+  // Where the op has a pair of reductions: each cached fast seed also with
+  // one combine for the pair, and the re-reading seed in one pass for the
+  // pair (statistics per vector, one combine), then a second read for the
+  // outputs, which at these sizes mostly hits L2; with 1024 and 512
+  // threads, one and two vectors in flight, and split across a cluster of
+  // 4 for the longest rows. Weights loaded ahead (wbatch) were 0.83-0.99x
+  // at the median in run d66b27f and are not seeded.
   if (traits.reduction_pairs > 0) {
     const size_t base = out.size();
     for (size_t i = 0; i < base; ++i) {
-      if (out[i].get("cache") != 0 || out[i].get("fast") == 0) continue;
+      if (out[i].get("fast") == 0) continue;
+      Config c = out[i];
+      c.set("onepass", 1);
+      if (c.get("cache") > 0) {
+        out.push_back(c);
+        continue;
+      }
       // {threads, unroll, split}
       const int64_t twins[][3] = {{1024, 1, 1}, {1024, 2, 1}, {512, 2, 1}, {1024, 2, 4}};
       for (const auto& twin : twins) {
-        Config c = out[i];
         c.set("threads", twin[0]);
         c.set("unroll", twin[1]);
         c.set("split", twin[2]);
-        c.set("onepass", 1);
         out.push_back(c);
       }
     }
