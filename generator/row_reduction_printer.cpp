@@ -787,13 +787,29 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
            "  const int col0 = (j * kT * kS + tid) * kV;\n" + in + "  if (!active || col0 >= cols) continue;\n" +
            body(in + "  ") + in + "}\n";
   };
+  // The row's values of pair `pr` from the thread's statistic `stat`: one
+  // combine across the row (and the cluster: combine number c); closes the
+  // pair's block.
+  auto finish_pair = [&](const std::string& b, const ReductionPair& pr, int c, const std::string& stat) {
+    const size_t i = pr.first, j = i + 1;
+    const std::string op = pr.kind == ReductionPair::Kind::kMeanVar ? "0" : "1";
+    std::string s = b + "  fk_stat st = fk_row_combine_pair<kT, " + op + ">(" + stat + ", fk_smem[threadIdx.y]);\n";
+    if (split > 1) {
+      s += b + "  st = fk_cluster_combine_pair<kS, " + op + ">(st, " + cluster_slot(c) + ");\n";
+      if (j + 1 == nred) s += b + "  fk_cluster_arrive();\n";
+    }
+    s += b + "  red" + std::to_string(i) + " = st.a;\n";
+    s += b + "  red" + std::to_string(j) + " = st.b" +
+         (pipe.reductions[j].kind == Reduction::kMean ? " / (float)cols" : "") + ";\n";
+    return s + b + "}\n";
+  };
   // A pair of reductions over a cached row, combined once: the thread's
   // statistic of the first (its mean, over the elements it holds, or its
   // max), the second's body reduced against it, then fk_row_combine_pair.
   auto paired_passes = [&](const std::string& b, From from, From rest, const ReductionPair& pr, int c) {
     const size_t i = pr.first, j = i + 1;
     const bool mean_var = pr.kind == ReductionPair::Kind::kMeanVar;
-    const std::string op = mean_var ? "0" : "1", ri = "red" + std::to_string(i), rj = "red" + std::to_string(j);
+    const std::string ri = "red" + std::to_string(i);
     std::string s = b + "{\n" + b + "  float acc = " + identity(i) + ";\n";
     s += over_vectors(b + "  ", from, [&](const std::string& in) { return visit(from, in, reduce_action(i, true)); });
     if (mean_var) {
@@ -811,14 +827,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     s += over_vectors(b + "    ", rest, [&](const std::string& in) { return visit(rest, in, reduce_action(j, true)); });
     red_args[i] = ri;
     s += b + "    fk_q = acc;\n" + b + "  }\n";
-    s += b + "  fk_stat st = fk_row_combine_pair<kT, " + op + ">(fk_stat{fk_m, fk_q, fk_n}, fk_smem[threadIdx.y]);\n";
-    if (split > 1) {
-      s += b + "  st = fk_cluster_combine_pair<kS, " + op + ">(st, " + cluster_slot(c) + ");\n";
-      if (j + 1 == nred) s += b + "  fk_cluster_arrive();\n";
-    }
-    s += b + "  " + ri + " = st.a;\n";
-    s += b + "  " + rj + " = st.b" + (pipe.reductions[j].kind == Reduction::kMean ? " / (float)cols" : "") + ";\n";
-    return s + b + "}\n";
+    return s + finish_pair(b, pr, c, "fk_stat{fk_m, fk_q, fk_n}");
   };
   // A pair over a row read from memory, in one pass: each vector's own
   // statistic (the second body reduced about the vector's mean or max)
@@ -826,7 +835,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   auto paired_reread = [&](const std::string& b, From from, const ReductionPair& pr, int c) {
     const size_t i = pr.first, j = i + 1;
     const bool mean_var = pr.kind == ReductionPair::Kind::kMeanVar;
-    const std::string op = mean_var ? "0" : "1", ri = "red" + std::to_string(i), rj = "red" + std::to_string(j);
+    const std::string op = mean_var ? "0" : "1", ri = "red" + std::to_string(i);
     std::string s = b + "{\n" + b + "  fk_stat fk_t{" + identity(i) + ", 0.0f, 0.0f};\n";
     s += over_vectors(b + "  ", from, [&](const std::string& in) {
       std::string v = in + "float acc = " + identity(i) + ";\n" + visit(from, in, reduce_action(i, false));
@@ -839,14 +848,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       v += mean_var ? second : in + "if (fk_m != -__int_as_float(0x7f800000)) {\n" + second + in + "}\n";
       return v + in + "fk_t = fk_update<" + op + ">(fk_t, fk_stat{fk_m, acc, fk_n});\n";
     });
-    s += b + "  fk_stat st = fk_row_combine_pair<kT, " + op + ">(fk_t, fk_smem[threadIdx.y]);\n";
-    if (split > 1) {
-      s += b + "  st = fk_cluster_combine_pair<kS, " + op + ">(st, " + cluster_slot(c) + ");\n";
-      if (j + 1 == nred) s += b + "  fk_cluster_arrive();\n";
-    }
-    s += b + "  " + ri + " = st.a;\n";
-    s += b + "  " + rj + " = st.b" + (pipe.reductions[j].kind == Reduction::kMean ? " / (float)cols" : "") + ";\n";
-    return s + b + "}\n";
+    return s + finish_pair(b, pr, c, "fk_t");
   };
   // A cached row's output pass with wbatch=1: every vector of each weight,
   // loaded before the pass.

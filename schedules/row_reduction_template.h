@@ -40,12 +40,13 @@
 //            next group is copied into a second      more, and P blocks
 //            buffer (cp.async) while the block works that fit on one SM)
 //            on the current one
-//   onepass  1: each pair of reductions that one     0, 1 (1 needs cache > 0
-//            combine can finish (layernorm's mean    and such a pair)
+//   onepass  1: each pair of reductions that one     0, 1 (1 needs such a
+//            combine can finish (layernorm's mean    pair)
 //            and variance, softmax's max and sum) is
 //            reduced per thread over the elements it
 //            holds (its mean or max, then the second
-//            body against it) and combined once;
+//            body against it; read from memory, one
+//            vector at a time) and combined once;
 //            0: one combine per reduction
 //   wbatch   1: the output pass loads every vector   0, 1 (1 needs cache > 0
 //            of each weight (an input indexed by     and a weight)

@@ -29,6 +29,9 @@ def main():
     ap.add_argument("--notes", default="", help="hand-written analysis appended after the tables")
     ap.add_argument("--package-run", nargs=3, action="append", default=[], metavar=("LABEL", "PREFIX", "COMMENT"),
                     help="runtime run: PREFIX-dispatch_bench.json, -verify_package.txt, -memcheck.txt")
+    ap.add_argument("--rows-exclude", nargs=2, action="append", default=[], metavar=("RUN", "PARAM"),
+                    help="leave out RUN's records whose schedule has PARAM (e.g. onepass=1): kernels a later commit "
+                         "prints differently")
     ap.add_argument("--rows-run", nargs=3, action="append", default=[], metavar=("LABEL", "RECORDS", "COPY"),
                     help="row-reduction runs; later runs replace earlier ones per (op, dtype, shape)")
     ap.add_argument("--rows-command", default="")
@@ -213,6 +216,8 @@ def rows_section(w, a):
         for l in open(rec_path):
             if l.strip():
                 r = json.loads(l)
+                if any(run == x and p in r["params"].split() for x, p in a.rows_exclude):
+                    continue
                 if r["shape"] != "any":
                     r["run"] = run
                     pooled[label][(r["pattern"], r["dtype"], r["shape"])].append(r)
