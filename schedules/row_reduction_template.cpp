@@ -119,7 +119,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   return s;
 }
 
-std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes, const RowOpTraits& traits) {
+std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes) {
   std::vector<Config> out;
   if (backend == Backend::kHalide) {
     for (int64_t t : {128, 256, 1024}) out.push_back(Config(std::map<std::string, int64_t>{{"threads", t}}));
@@ -174,33 +174,11 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
         out.push_back(c);
       }
     }
-  // Where the op has a pair of reductions: each cached fast seed also with
-  // one combine for the pair, and the re-reading seed in one pass for the
-  // pair (statistics per vector, one combine), then a second read for the
-  // outputs, which at these sizes mostly hits L2; with 1024 and 512
-  // threads, one and two vectors in flight, and split across a cluster of
-  // 4 for the longest rows. Weights loaded ahead (wbatch) were 0.83-0.99x
-  // at the median in run d66b27f and are not seeded.
-  if (traits.reduction_pairs > 0) {
-    const size_t base = out.size();
-    for (size_t i = 0; i < base; ++i) {
-      if (out[i].get("fast") == 0) continue;
-      Config c = out[i];
-      c.set("onepass", 1);
-      if (c.get("cache") > 0) {
-        out.push_back(c);
-        continue;
-      }
-      // {threads, unroll, split}
-      const int64_t twins[][3] = {{1024, 1, 1}, {1024, 2, 1}, {512, 2, 1}, {1024, 2, 4}};
-      for (const auto& twin : twins) {
-        c.set("threads", twin[0]);
-        c.set("unroll", twin[1]);
-        c.set("split", twin[2]);
-        out.push_back(c);
-      }
-    }
-  }
+  // No seed has onepass=1 or wbatch=1: on the H200 (runs d66b27f-c596d18)
+  // one combine per pair tied or lost against the same schedule's two at
+  // every op's best schedules, one pass over a re-read row lost 1.06-4.6x,
+  // and weights loaded ahead 0.83-0.99x at the median. Both stay in the
+  // space for the model's picks and the random sample.
   return out;
 }
 
@@ -237,8 +215,8 @@ ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend bac
   return PointwiseTemplate::space(arch, backend, element_bytes);
 }
 
-std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes, const RowOpTraits& traits) {
-  if (kind == TemplateKind::kRowReduction) return RowReductionTemplate::seeds(backend, element_bytes, traits);
+std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes) {
+  if (kind == TemplateKind::kRowReduction) return RowReductionTemplate::seeds(backend, element_bytes);
   return PointwiseTemplate::seeds(backend, element_bytes);
 }
 

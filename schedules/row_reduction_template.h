@@ -84,7 +84,7 @@ class RowReductionTemplate {
   // space). `cached_inputs` full-size inputs share the register budget.
   static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs,
                           const RowOpTraits& traits = {});
-  static std::vector<Config> seeds(Backend backend, int element_bytes, const RowOpTraits& traits = {});
+  static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Elements of a row the registers hold: threads * split * vec * cache.
   static int64_t cached_row(const Config& config);
   // The Halide schedule (Halide backend): one block per row, `threads`
@@ -100,8 +100,7 @@ class RowReductionTemplate {
 enum class TemplateKind { kPointwise, kRowReduction };
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
                           int cached_inputs, const RowOpTraits& traits = {});
-std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes,
-                                   const RowOpTraits& traits = {});
+std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes);
 // Empty when `config` can run a problem of `elements`; else why not.
 std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements);
 // The schedule of the generic variant a package always carries: no

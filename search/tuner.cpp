@@ -71,7 +71,8 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
   const Problem verify_problem = wl.problem(task.verify_domain);
 
   for (Backend backend : options.backends) {
-    ParamSpace space = template_space(task.kind, arch, backend, static_cast<int>(elem_bytes), task.cached_inputs, task.traits);
+    ParamSpace space =
+        template_space(task.kind, arch, backend, static_cast<int>(elem_bytes), task.cached_inputs, task.traits);
     std::vector<Candidate> all;
     for (auto& c : space.enumerate()) all.push_back({backend, c});
     if (all.empty()) {
@@ -84,7 +85,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     std::vector<Candidate> seeds;
     // Seeds spelled as the space enumerates them (parameters with an absent
     // value included), or the strategy would not find them in the space.
-    for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes), task.traits))
+    for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes)))
       if (space.legal(c)) seeds.push_back({backend, space.complete(c)});
     // On a GPU, after the seeds, half of the budget left goes to the
     // analytic model's favourites (each timed shape's best, then each one's

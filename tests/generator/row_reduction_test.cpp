@@ -188,37 +188,11 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
         if (c.get("split") > 1) EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
-     // Layernorm's seeds: each cached fast seed also with one combine for its
-    // pair, and the re-reading seed in one pass for it (1024 and 512
-    // threads, one and two vectors in flight, a cluster of 4).
-    const RowOpTraits traits{2, 1};
-    const ParamSpace ln_space = RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1, traits);
-    const std::vector<Config> plain = RowReductionTemplate::seeds(Backend::kNvrtc, 2);
-    const std::vector<Config> seeds = RowReductionTemplate::seeds(Backend::kNvrtc, 2, traits);
-    std::vector<std::string> rereads;
-    size_t cached = 0;
-    for (const Config& c : seeds) {
-      if (c.get_or("onepass", 0) == 0) continue;
-      EXPECT_EQ(c.get_or("wbatch", 0), 0) << c.to_string();
-      EXPECT_EQ(c.get("fast"), 1) << c.to_string();
-      if (c.get("cache") > 0) {
-        // The same schedule as a plain seed, with onepass=1.
-        Config base = c;
-        base.set("onepass", 0);
-        EXPECT_TRUE(std::any_of(plain.begin(), plain.end(),
-                                [&](const Config& p) { return ln_space.complete(p).to_string() == ln_space.complete(base).to_string(); }))
-            << c.to_string();
-        EXPECT_EQ(ln_space.legal(c), ln_space.legal(base)) << arch.arch.name() << " " << c.to_string();
-        ++cached;
-        continue;
-      }
-      EXPECT_EQ(ln_space.legal(c), c.get("split") == 1 || clusters) << arch.arch.name() << " " << c.to_string();
-      rereads.push_back(std::to_string(c.get("threads")) + "/" + std::to_string(c.get("unroll")) + "/" +
-                        std::to_string(c.get("split")));
-    }
-    EXPECT_EQ(rereads, (std::vector<std::string>{"1024/1/1", "1024/2/1", "512/2/1", "1024/2/4"}));
-    EXPECT_GE(cached, 10u);
-    EXPECT_EQ(seeds.size(), plain.size() + rereads.size() + cached);
+     // No seed asks for one combine per pair or weights ahead (measured: no
+    // winner); the space still holds them for layernorm.
+    for (int bytes : {4, 2})
+      for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
+        EXPECT_TRUE(c.get_or("onepass", 0) == 0 && c.get_or("wbatch", 0) == 0) << c.to_string();
   }
 }
 
