@@ -238,6 +238,52 @@ static __device__ __forceinline__ fk_stat fk_cluster_combine_pair(fk_stat v, flo
 #endif
 )cuda";
 
+// L2 eviction policies for row loads (hint=1, sm_80+): fk_keep for data read
+// again (weights, every row; a row a later pass re-reads), fk_stream for a
+// last read. The aligned vector load carries the policy; the scalar
+// fallback does not.
+const char* kHintHelpers = R"cuda(
+#if __CUDA_ARCH__ >= 800
+template <bool kLast>
+static __device__ __forceinline__ unsigned long long fk_policy() {
+  unsigned long long p;
+  if (kLast) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+// N elements of T (4, 8 or 16 bytes) at an aligned address.
+template <typename T, int N>
+static __device__ __forceinline__ fk_pack<T, N> fk_ldg_hint(const T* p, unsigned long long policy) {
+  constexpr int kBytes = sizeof(T) * N;
+  fk_pack<T, N> d;
+  unsigned w[4];
+  if constexpr (kBytes == 16)
+    asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p), "l"(policy));
+  else if constexpr (kBytes == 8)
+    asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(policy));
+  else if constexpr (kBytes == 4)
+    asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(p), "l"(policy));
+  if constexpr (kBytes == 4 || kBytes == 8 || kBytes == 16) memcpy(&d, w, kBytes);
+  else d = *reinterpret_cast<const fk_pack<T, N>*>(p);
+  return d;
+}
+template <typename T, int N>
+static __device__ __forceinline__ fk_pack<T, N> fk_load_hint(const T* p, int col0, int cols, bool aligned,
+                                                           unsigned long long policy) {
+  if (aligned && col0 + N <= cols) return fk_ldg_hint<T, N>(p + col0, policy);
+  return fk_load<T, N>(p, col0, cols, false);
+}
+template <int N>
+static __device__ __forceinline__ fk_pack<unsigned, N / 2> fk_load_words_hint(const unsigned short* p, int col0, int cols,
+                                                                             bool aligned, unsigned long long policy) {
+  if (aligned && col0 + N <= cols)
+    return fk_ldg_hint<unsigned, N / 2>(reinterpret_cast<const unsigned*>(p + col0), policy);
+  return fk_load_words<N>(p, col0, cols, false);
+}
+#endif
+)cuda";
+
 using Halide::Internal::Call;
 
 // True when `e` reads no element of an input and no column: only the row's
@@ -434,7 +480,20 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     throw UserError("schedule '" + config.to_string() + "' has wbatch=1, but " +
                     (cache == 0 ? std::string("cache=0 re-reads the row: raise cache")
                                 : cand.name + " has no weight (an input indexed by the column alone): set wbatch=0"));
+  // hint=1: row loads tell the L2 what to keep (fk_keep: weights, rows a
+  // later pass reads again) and what to drop first (fk_stream: last reads).
+  const bool hint = config.get_or("hint", 0) == 1;
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
+  // The call that loads vector col0 of `ptr` (as words: a packed 16-bit row).
+  // `policy` names the L2 policy variable, used with hint=1.
+  auto load = [&](bool as_words, const std::string& ptr, const std::string& policy) {
+    const std::string f = as_words ? "fk_load_words" : "fk_load";
+    const std::string targs = as_words ? "<kV>(" : "<" + st + ", kV>(";
+    return hint ? f + "_hint" + targs + ptr + ", col0, cols, aligned, " + policy + ")"
+                : f + targs + ptr + ", col0, cols, aligned)";
+  };
+  // The policy of the full inputs' loads in the pass being printed.
+  std::string row_policy = "fk_stream";
   const bool words = pipe.dtype != DType::kF32 && vec >= 2;  // a cached 16-bit row stays packed
   const std::string round1 = round_one_fn(pipe.dtype);
   const size_t nred = pipe.reductions.size();
@@ -446,6 +505,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << cuda_prelude() << kRowHelpers;
   if (persist > 0) src << kAsyncCopyHelpers;
   if (!pairs.empty()) src << kPairHelpers;
+  if (hint) src << kHintHelpers;
 
   // fk_body<k> and fk_point share one argument list: every input's value at
   // the column, every reduction, every parameter.
@@ -650,15 +710,14 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (const auto& in : cand.inputs) {
       const std::string v = indent + "const pack_t v_" + in.name + " = ";
       if (in.axes == std::vector<int>{0}) {  // a weight: from memory (cached) in every pass
-        s += v + (weights_ahead ? "p_" + in.name + "[j]" : "fk_load<" + st + ", kV>(g_" + in.name + ", col0, cols, aligned)") +
-             ";\n";
+        s += v + (weights_ahead ? "p_" + in.name + "[j]" : load(false, "g_" + in.name, "fk_keep")) + ";\n";
         continue;
       }
       if (!in.full()) continue;  // indexed by row only: r_<name>
       const std::string slot = "s_" + in.name + "[j * (kR * kT) + fk_at]";
       auto unpacked = [&](const std::string& c) { return words ? "fk_unwords<kV>(" + c + ")" : c; };
       if (from == From::kMemory) {
-        s += v + "fk_load<" + st + ", kV>(x_" + in.name + ", col0, cols, aligned);\n";
+        s += v + load(false, "x_" + in.name, row_policy) + ";\n";
       } else if (from == From::kBatch) {  // from the batch's loads (open_batch)
         s += v + "w_" + in.name + "[g];\n";
       } else if (from == From::kRegisters) {
@@ -766,8 +825,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (const auto& i : cand.inputs)
       if (i.full())
         s += in + "    w_" + i.name + "[g] = active && col0 < cols ? " +
-             (stage && words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") + "x_" + i.name + ", col0, cols, aligned) : " +
-             type + "();\n";
+             load(stage && words, "x_" + i.name, stage ? "fk_stream" : row_policy) + " : " + type + "();\n";
     s += in + "  }\n#pragma unroll\n" + in + "  for (int g = 0; g < " + n + "; ++g) {\n";
     if (stage) s += in + "    const int j = jb + g;\n";
     s += in + "    const int col0 = " + (stage ? std::string("(j * kT * kS + tid) * kV") : col0) + ";\n" + in +
@@ -859,14 +917,17 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     s += "#pragma unroll\n" + b + "for (int j = 0; j < kC; ++j) {\n" + b + "  const int col0 = (j * kT * kS + tid) * kV;\n";
     for (const auto& in : cand.inputs)
       if (in.axes == std::vector<int>{0})
-        s += b + "  p_" + in.name + "[j] = active && col0 < cols ? fk_load<" + st + ", kV>(g_" + in.name +
-             ", col0, cols, aligned) : pack_t();\n";
+        s += b + "  p_" + in.name + "[j] = active && col0 < cols ? " + load(false, "g_" + in.name, "fk_keep") +
+             " : pack_t();\n";
     return s + b + "}\n";
   };
   auto passes = [&](const std::string& b, From first, From rest) {
     const bool cached = first != From::kMemory && first != From::kBatch;
     std::string s;
     int c = 0;  // combines so far
+    // A re-read row is read again after every reduction pass, and for
+    // the last time by the outputs.
+    row_policy = "fk_keep";
     for (size_t k = 0; k < nred; ++k, ++c) {
       const From from = k == 0 ? first : rest;
       if (const ReductionPair* pr = pair_at(k)) {
@@ -879,6 +940,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       s += finish_reduction(k, b + "  ", c) + b + "}\n";
     }
     s += row_constants(b);
+    row_policy = "fk_stream";
     const bool ahead = wbatch && cached;
     if (ahead) s += weights_ahead(b);
     s += over_vectors(b, rest, [&](const std::string& in) {
@@ -935,6 +997,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   } else {
     src << "  const int tid = threadIdx.x;\n";
   }
+  if (hint) src << "  const unsigned long long fk_keep = fk_policy<true>(), fk_stream = fk_policy<false>();\n";
   // Re-reading path: any row length; each pass reads the row again.
   const From reread = unroll > 1 ? From::kBatch : From::kMemory;
 
@@ -996,9 +1059,8 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
       for (const auto& in : cand.inputs)
         if (in.full())
-          src << "      c_" << in.name << "[j] = active ? "
-              << (words ? "fk_load_words<kV>(" : "fk_load<" + st + ", kV>(") << "x_" << in.name
-              << ", col0, cols, aligned) : cache_t();\n";
+          src << "      c_" << in.name << "[j] = active ? " << load(words, "x_" + in.name, "fk_stream")
+              << " : cache_t();\n";
       src << "    }\n";
       src << passes("    ", From::kRegisters, From::kRegisters);
       if (!leave.empty()) src << "    " << leave;

@@ -29,6 +29,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("persist", {0, 1, 2}, 0);
   s.add("onepass", {0, 1}, 0);
   s.add("wbatch", {0, 1}, 0);
+  s.add("hint", {0, 1}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -73,6 +74,9 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
             [element_bytes, weights](const Config& c) {
               return c.get_or("wbatch", 0) == 0 || c.get("cache") * c.get("vec") * element_bytes * weights <= 256;
             });
+  // L2 eviction policies on loads (createpolicy, ld .L2::cache_hint): sm_80+.
+  s.require("hint=1 (L2 eviction policies) needs sm_80 or later",
+            [async_copies](const Config& c) { return c.get_or("hint", 0) == 0 || async_copies; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = std::max(1, cached_inputs);
   // A re-reading pass holds `unroll` vectors of every full input at once.
@@ -174,6 +178,15 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
         out.push_back(c);
       }
     }
+  // Each fast seed also with L2 eviction policies on its loads (hint=1;
+  // the space drops it before sm_80).
+  const size_t base = out.size();
+  for (size_t i = 0; i < base; ++i) {
+    if (out[i].get("fast") == 0) continue;
+    Config c = out[i];
+    c.set("hint", 1);
+    out.push_back(c);
+  }
   // No seed has onepass=1 or wbatch=1: on the H200 (runs d66b27f-c596d18)
   // one combine per pair tied or lost against the same schedule's two at
   // every op's best schedules, one pass over a re-read row lost 1.06-4.6x,

@@ -51,10 +51,14 @@
 //   wbatch   1: the output pass loads every vector   0, 1 (1 needs cache > 0
 //            of each weight (an input indexed by     and a weight)
 //            the column) before it uses the first
+//   hint     1: loads carry L2 eviction policies:    0, 1 (1 needs sm_80+)
+//            evict_last for weights and for a row a
+//            later pass reads again, evict_first for
+//            a last read
 // A cached 16-bit row stays packed, two elements per 32-bit register.
-// Records from before `split`, `keep`, `smem`, `unroll`, `persist`, `onepass`
-// and `wbatch` existed read as split=1, keep=1, smem=0, unroll=1, persist=0,
-// onepass=0, wbatch=0: the kernels they measured.
+// Records from before `split`, `keep`, `smem`, `unroll`, `persist`, `onepass`,
+// `wbatch` and `hint` existed read as split=1, keep=1, smem=0, unroll=1,
+// persist=0, onepass=0, wbatch=0, hint=0: the kernels they measured.
 // Every variant handles any row length; `cache` only decides which lengths
 // take the one-read path.
 #pragma once

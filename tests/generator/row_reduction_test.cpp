@@ -127,6 +127,8 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     EXPECT_FALSE(ln.legal(Config::parse("cache=0 fast=0 rows=1 threads=256 vec=4 wbatch=1")));
     EXPECT_TRUE(ln.legal(Config::parse("cache=8 fast=0 rows=1 threads=256 vec=8 wbatch=1")));    // 2 x 128 bytes
     EXPECT_FALSE(ln.legal(Config::parse("cache=16 fast=0 rows=1 smem=1 threads=64 vec=8 wbatch=1")));
+    // L2 eviction policies: sm_80 and later.
+    EXPECT_EQ(s.legal(Config::parse("cache=2 fast=0 hint=1 rows=1 threads=256 vec=4")), arch.arch.number() >= 80);
     // keep=0 only beside a cached row.
     EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
     EXPECT_TRUE(s.legal(Config::parse("cache=2 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
@@ -173,7 +175,8 @@ TEST(RowReductionTemplate, LegalityPerArch) {
         << arch.arch.name();
     EXPECT_FALSE(s.legal(Config::parse("cache=8 fast=1 persist=2 rows=1 smem=1 split=1 threads=512 vec=4")));
     // Seeds: split ones need clusters, staged ones the shared memory,
-    // persistent ones asynchronous copies and two buffers of the input.
+    // persistent ones asynchronous copies and two buffers of the input,
+    // hinted ones sm_80.
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes)) {
         const int64_t buffers = c.get_or("persist", 0) > 0 ? 2 : 1;
@@ -181,7 +184,8 @@ TEST(RowReductionTemplate, LegalityPerArch) {
                           RowReductionTemplate::cached_row(c) / c.get("split") * (buffers * bytes + 4) <=
                               arch.max_shared_per_block - 4096;
         EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, bytes, 1).legal(c),
-                  (c.get("split") == 1 || clusters) && (buffers == 1 || async_copies) && fits)
+                  (c.get("split") == 1 || clusters) && (buffers == 1 || async_copies) && fits &&
+                      (c.get_or("hint", 0) == 0 || async_copies))
             << arch.arch.name() << " " << c.to_string();
       }
     // The split seeds hold a row of 65536 in registers.
@@ -189,10 +193,23 @@ TEST(RowReductionTemplate, LegalityPerArch) {
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
         if (c.get("split") > 1) EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
      // No seed asks for one combine per pair or weights ahead (measured: no
-    // winner); the space still holds them for layernorm.
-    for (int bytes : {4, 2})
-      for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
+    // winner); the space still holds them for layernorm. Each fast seed
+    // also comes with L2 eviction policies (hint=1), legal from sm_80.
+    for (int bytes : {4, 2}) {
+      const std::vector<Config> seeds = RowReductionTemplate::seeds(Backend::kNvrtc, bytes);
+      size_t fast = 0, hinted = 0;
+      for (const Config& c : seeds) {
         EXPECT_TRUE(c.get_or("onepass", 0) == 0 && c.get_or("wbatch", 0) == 0) << c.to_string();
+        fast += c.get("fast") == 1 && c.get_or("hint", 0) == 0;
+        if (c.get_or("hint", 0) == 0) continue;
+        ++hinted;
+        Config plain = c;
+        plain.set("hint", 0);
+        const ParamSpace space = RowReductionTemplate::space(arch, Backend::kNvrtc, bytes, 1);
+        EXPECT_EQ(space.legal(c), space.legal(plain) && async_copies) << arch.arch.name() << " " << c.to_string();
+      }
+      EXPECT_EQ(hinted, fast);
+    }
   }
 }
 
@@ -227,6 +244,13 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
                                 "cache=0 fast=1 onepass=1 rows=2 threads=64 unroll=2 vec=4",
                                 "cache=0 fast=0 onepass=1 rows=1 split=2 threads=128 vec=2"})
           cfgs.push_back(cfg);
+      // L2 eviction policies on every kind of load: cached, staged, re-read,
+      // persistent (its copies carry none), 4-, 8- and 16-byte vectors.
+      for (const char* cfg : {"cache=4 fast=1 hint=1 keep=0 rows=1 threads=128 vec=4",
+                              "cache=2 fast=0 hint=1 keep=2 rows=1 smem=1 threads=256 vec=2",
+                              "cache=0 fast=1 hint=1 rows=2 threads=64 unroll=2 vec=1",
+                              "cache=4 fast=1 hint=1 keep=2 persist=1 rows=1 smem=1 threads=128 vec=4"})
+        cfgs.push_back(cfg);
       if (traits.weight_inputs > 0)
         for (const char* cfg : {"cache=4 fast=1 keep=0 rows=2 threads=64 vec=4 wbatch=1",
                                 "cache=2 fast=1 keep=1 persist=1 rows=1 smem=1 threads=128 vec=2 wbatch=1"})
@@ -578,6 +602,32 @@ TEST(RowReductionPrinter, WeightsLoadAheadOfTheOutputPass) {
   EXPECT_NE(src.find("p_b[j] = active"), std::string::npos);
   // Only the output pass: reductions and the re-reading path load as before.
   EXPECT_EQ(src.find("p_w", use + std::string("const pack_t v_w = p_w[j];").size()), std::string::npos);
+}
+
+// hint=1: loads carry L2 eviction policies. A re-read row is kept for the
+// passes after the first and streamed by the last; weights are kept; a
+// cached row is read once and streamed. hint=0 prints no policy.
+TEST(RowReductionPrinter, LoadsTellTheL2WhatToKeep) {
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string reread = row_source("layernorm", DType::kF32, "cache=0 fast=1 hint=1 rows=1 threads=256 vec=4");
+  EXPECT_EQ(count(reread, "fk_load_hint<float, kV>(x_x, col0, cols, aligned, fk_keep)"), 2u);    // mean, variance
+  EXPECT_EQ(count(reread, "fk_load_hint<float, kV>(x_x, col0, cols, aligned, fk_stream)"), 1u);  // outputs
+  EXPECT_EQ(count(reread, "fk_load_hint<float, kV>(g_w, col0, cols, aligned, fk_keep)"), 3u);
+  EXPECT_NE(reread.find("const unsigned long long fk_keep = fk_policy<true>(), fk_stream = fk_policy<false>();"),
+            std::string::npos);
+  const std::string cached = row_source("softmax", DType::kBF16, "cache=4 fast=1 hint=1 keep=0 rows=1 threads=128 vec=8");
+  EXPECT_NE(cached.find("c_x[j] = active ? fk_load_words_hint<kV>(x_x, col0, cols, aligned, fk_stream) : cache_t();"),
+            std::string::npos);
+  const std::string staged =
+      row_source("rmsnorm", DType::kBF16, "cache=4 fast=1 hint=1 keep=0 rows=1 smem=1 threads=128 vec=8");
+  EXPECT_NE(staged.find("fk_load_words_hint<kV>(x_x, col0, cols, aligned, fk_stream)"), std::string::npos);
+  const std::string plain = row_source("layernorm", DType::kF32, "cache=0 fast=1 rows=1 threads=256 vec=4");
+  EXPECT_EQ(plain.find("fk_policy"), std::string::npos);
+  EXPECT_EQ(plain.find("cache_hint"), std::string::npos);
 }
 
 TEST(RowReductionPrinter, UnrolledReReadsLoadABatchFirst) {

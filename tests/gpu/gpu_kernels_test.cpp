@@ -121,6 +121,13 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           // Re-reading passes with two and four vectors in flight per thread.
           "cache=0 fast=1 rows=2 threads=64 unroll=4 vec=2", "cache=0 fast=0 rows=1 threads=256 unroll=2 vec=" + wide};
       std::vector<std::string> all = configs;
+      // L2 eviction policies on the loads (sm_80): cached in registers,
+      // staged, re-read with a batch of two, 4-, 8- and 16-byte vectors.
+      if (arch().arch.number() >= 80)
+        for (const std::string& s : {"cache=4 fast=1 hint=1 keep=0 rows=2 threads=64 vec=" + wide,
+                                     std::string("cache=8 fast=0 hint=1 keep=2 rows=1 smem=1 threads=128 vec=2"),
+                                     std::string("cache=0 fast=1 hint=1 rows=1 threads=256 unroll=2 vec=1")})
+          all.push_back(s);
       // Persistent blocks copying the next row group ahead (sm_80): two rows
       // per block, and 8-byte (f32) and 4-byte (bf16) copies; rows of 1001
       // are no whole vectors and take the re-reading loop.
