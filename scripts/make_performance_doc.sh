@@ -32,9 +32,10 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run 66ed6e3+ "$r-d66b27f-softmax-rows-records.jsonl" "$r-d66b27f-softmax-rows-copy.jsonl" \
   --rows-run 66ed6e3+ "$r-b01c854-rows-records.jsonl" "$r-b01c854-rows-copy.jsonl" \
   --rows-run 66ed6e3+ "$r-c596d18-rows-records.jsonl" "$r-c596d18-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-746953c-rows-records.jsonl" "$r-746953c-rows-copy.jsonl" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -72,11 +73,13 @@ OPS=layernorm,add_layernorm,softmax,log_softmax,bias_add_softmax BUDGET=28 TUNE_
                                                                                          # b01c854, 5 min 16 s
 OPS=layernorm,add_layernorm,softmax BUDGET=38 TUNE_TIMEOUT=260 MEMCHECK_TIMEOUT=40 (the rest as above)
                                                                                          # c596d18, 3 min 52 s
+OPS=layernorm,softmax,rmsnorm BUDGET=36 TEST_TIMEOUT=150 TUNE_TIMEOUT=190 MEMCHECK_TIMEOUT=30 (the rest as above)
+                                                                                         # 746953c, 4 min 21 s
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
 # loaded ahead (wbatch); b01c854: onepass on re-reading rows; c596d18: the pair combine's cross-warp merge
-# fixed (a butterfly per warp). Every schedule these runs name prints the same kernel in all the commits that
+# fixed (a butterfly per warp); 746953c: L2 eviction policies on the loads (hint). Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
 # whose pair combine c596d18 replaced: those records are left out. The rest pool into one database: each
 # shape's winner is its best record of any of them." \

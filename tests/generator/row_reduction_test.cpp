@@ -193,14 +193,16 @@ TEST(RowReductionTemplate, LegalityPerArch) {
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
         if (c.get("split") > 1) EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
      // No seed asks for one combine per pair or weights ahead (measured: no
-    // winner); the space still holds them for layernorm. Each fast seed
-    // also comes with L2 eviction policies (hint=1), legal from sm_80.
+    // winner); the space still holds them for layernorm. The fast seed of
+    // rows of 4096 in registers also comes with L2 eviction policies
+    // (hint=1), legal from sm_80.
     for (int bytes : {4, 2}) {
       const std::vector<Config> seeds = RowReductionTemplate::seeds(Backend::kNvrtc, bytes);
       size_t fast = 0, hinted = 0;
       for (const Config& c : seeds) {
         EXPECT_TRUE(c.get_or("onepass", 0) == 0 && c.get_or("wbatch", 0) == 0) << c.to_string();
-        fast += c.get("fast") == 1 && c.get_or("hint", 0) == 0;
+        fast += c.get("fast") == 1 && c.get_or("hint", 0) == 0 && c.get("rows") == 1 &&
+                RowReductionTemplate::cached_row(c) == 4096;
         if (c.get_or("hint", 0) == 0) continue;
         ++hinted;
         Config plain = c;
@@ -209,6 +211,7 @@ TEST(RowReductionTemplate, LegalityPerArch) {
         EXPECT_EQ(space.legal(c), space.legal(plain) && async_copies) << arch.arch.name() << " " << c.to_string();
       }
       EXPECT_EQ(hinted, fast);
+      EXPECT_EQ(hinted, 1u);
     }
   }
 }
