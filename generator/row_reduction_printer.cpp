@@ -682,7 +682,6 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   auto kb_ref = [&](const std::string& kb) {
     return staged ? "sk" + kb.substr(2) + "[(j * kV + l) * (kR * kT) + fk_at]" : kb + "[j][l]";
   };
-  // One visit: the vector at col0 of every input, then `action` per lane in the row.
   // The reductions' values as the bodies see them: red<k>, or the thread's
   // own statistic while a pair's second body is reduced locally.
   std::vector<std::string> red_args;
@@ -705,6 +704,8 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
            "\n" + indent + "} else {\n#pragma unroll\n" + indent + "  for (int l = 0; l < kV; ++l)\n" + indent +
            "    if (col0 + l < cols) " + action + "\n" + indent + "}\n";
   };
+  // One visit: the vector at col0 of every input (weights from p_<name>[j]
+  // when loaded ahead), then `action` per lane in the row.
   auto visit = [&](From from, const std::string& indent, const std::string& action, bool weights_ahead = false) {
     std::string s;
     for (const auto& in : cand.inputs) {
