@@ -184,9 +184,7 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   // 8192x4096, 41.8 to 40.1 us); the others tied or lost (0.97-1.00x at the
   // median).
   for (size_t i = 0, n = out.size(); i < n; ++i) {
-    if (out[i].get("fast") == 0 || out[i].get("cache") * out[i].get("threads") * out[i].get("vec") != 4096 ||
-        out[i].get("rows") != 1)
-      continue;
+    if (out[i].get("fast") == 0 || cached_row(out[i]) != 4096 || out[i].get("rows") != 1) continue;
     Config c = out[i];
     c.set("hint", 1);
     out.push_back(c);

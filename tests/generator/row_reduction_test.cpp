@@ -43,6 +43,13 @@ std::string row_source(const std::string& pattern, DType dtype, const std::strin
   return print_row_reduction_kernel(c, instantiate(c, dtype), Config::parse(config), "k").source;
 }
 
+// How often `what` occurs in `s`.
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
 void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-6) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
@@ -537,11 +544,6 @@ TEST(RowReductionPrinter, PairsOfReductionsCombineOnce) {
   EXPECT_EQ(ln.reduction_pairs, 1);
   EXPECT_EQ(row_op_traits(find_pattern("softmax"), DType::kF32).weight_inputs, 0);
 
-  auto count = [](const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-  };
   // Both the cached path and the re-reading path (a longer row) combine
   // the pair once.
   const std::string one = row_source("layernorm", DType::kBF16, "cache=4 fast=1 keep=0 onepass=1 rows=1 threads=128 vec=8");
@@ -611,11 +613,6 @@ TEST(RowReductionPrinter, WeightsLoadAheadOfTheOutputPass) {
 // passes after the first and streamed by the last; weights are kept; a
 // cached row is read once and streamed. hint=0 prints no policy.
 TEST(RowReductionPrinter, LoadsTellTheL2WhatToKeep) {
-  auto count = [](const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-  };
   const std::string reread = row_source("layernorm", DType::kF32, "cache=0 fast=1 hint=1 rows=1 threads=256 vec=4");
   EXPECT_EQ(count(reread, "fk_load_hint<float, kV>(x_x, col0, cols, aligned, fk_keep)"), 2u);    // mean, variance
   EXPECT_EQ(count(reread, "fk_load_hint<float, kV>(x_x, col0, cols, aligned, fk_stream)"), 1u);  // outputs
@@ -637,9 +634,7 @@ TEST(RowReductionPrinter, UnrolledReReadsLoadABatchFirst) {
   const std::string src = row_source("add_layernorm", DType::kF32, "cache=0 fast=1 rows=1 threads=256 unroll=4 vec=4");
   EXPECT_NE(src.find("kU = 4;"), std::string::npos);
   // Three passes (two reductions and the outputs), each over batches.
-  size_t batches = 0;
-  for (size_t at = 0; (at = src.find("c0 += kU * kT * kS * kV) {", at)) != std::string::npos; ++at) ++batches;
-  EXPECT_EQ(batches, 3u) << src;
+  EXPECT_EQ(count(src, "c0 += kU * kT * kS * kV) {"), 3u) << src;
   EXPECT_NE(src.find("pack_t w_residual[kU];"), std::string::npos);
   EXPECT_NE(src.find("w_x[g] = active && col0 < cols ? fk_load<float, kV>(x_x, col0, cols, aligned) : pack_t();"),
             std::string::npos);
