@@ -3,7 +3,7 @@
 //
 //   fusekit list
 //   fusekit tune --arch sm_90 [--pattern NAME ...|--expr TEXT] [--dtype f32,bf16]
-//                [--sizes 4096,65536] [--db FILE] [--budget N] [--backend nvrtc,halide] [--model]
+//                [--sizes 4096,65536] [--db FILE] [--budget N] [--specialize N] [--backend nvrtc,halide] [--model]
 //   fusekit db show|export|import --db FILE [JSONL]
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
 //   fusekit verify --package DIR [--max-elements N]   (FUSEKIT_PTX_ONLY=1: the PTX variants)
@@ -30,6 +30,7 @@
 #include "generator/row_reduction_printer.h"
 #include "fusekit/shape_bucket.h"
 #include "search/tuner.h"
+#include "schedules/row_reduction_template.h"
 #include "tunedb/tune_db.h"
 
 #ifndef FUSEKIT_VERSION
@@ -141,6 +142,8 @@ int cmd_tune(const po::variables_map& vm) {
   for (const auto& b : split_list(vm["backend"].as<std::vector<std::string>>())) backends.push_back(parse_backend(b));
   const int budget = vm["budget"].as<int>();
   if (budget < 1) throw UserError("--budget " + std::to_string(budget) + " must be at least 1");
+  const int specialize = vm["specialize"].as<int>();
+  if (specialize < 0) throw UserError("--specialize " + std::to_string(specialize) + " must be 0 (off) or more");
   const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
 
   // Measurer: the GPU when it is the requested arch, else the analytic model.
@@ -174,6 +177,7 @@ int cmd_tune(const po::variables_map& vm) {
   TunerOptions options;
   options.backends = backends;
   options.budget = static_cast<size_t>(budget);
+  options.specialize = static_cast<size_t>(specialize);
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
 
@@ -315,7 +319,14 @@ int cmd_verify(const po::variables_map& vm) {
       std::vector<std::vector<int64_t>> domains = {cand.odd_domain()};
       for (const auto& s : sizes_for(vm, cand)) domains.push_back(domain_for(cand, s));
       for (size_t i = 0; i < winners.size(); ++i) {
-        for (const auto& d : domains) {
+        // A schedule compiled for one row length runs on rows of it only:
+        // 37 of them (odd) stand in for the odd shape.
+        const int64_t fixed = RowReductionTemplate::fixed_row_length(winners[i].config);
+        std::vector<std::vector<int64_t>> own;
+        if (fixed > 0) own.push_back({fixed, 37});
+        for (const auto& d : domains)
+          if (fixed == 0 || d.front() == fixed) own.push_back(d);
+        for (const auto& d : own) {
           Problem p = wl->problem(d);
           MeasureResult m;
           if (built[i].ok) m = measurer->measure(*wl, p, {{&winners[i], &built[i].artifact}}, verify_only).front();
@@ -398,6 +409,9 @@ int run(int argc, char** argv) {
        "256x1024,32768x1024,8192x4096,4096x16384,1024x65536,3000x3001")
       ("db", po::value<std::string>(), "tuning database (default: $FUSEKIT_DB, else ~/.local/share/fusekit/tune.db)")
       ("budget", po::value<int>()->default_value(24), "candidates per backend and workload")
+      ("specialize", po::value<int>()->default_value(2),
+       "row reductions on a GPU: build each timed row length's N fastest schedules again for that length "
+       "(len=L) and time them too; 0: generic schedules only")
       ("backend", po::value<std::vector<std::string>>()->multitoken()->default_value({"nvrtc,halide"}, "nvrtc,halide"),
        "backends to search")
       ("model", "rank with the analytic model even if a GPU of the arch is present")

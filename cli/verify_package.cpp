@@ -131,12 +131,16 @@ int verify_package(const std::string& dir, int64_t max_elements) {
 
   // Buckets tuned per op and dtype, and the variants this device can take.
   std::map<std::pair<std::string, std::string>, std::set<std::pair<int, int>>> buckets;  // (n, row) log2
+  // Variants compiled for one row length: (row length, n log2).
+  std::map<std::pair<std::string, std::string>, std::set<std::pair<int64_t, int>>> fixed_rows;
   std::set<std::string> expected, taken;
   for (const auto& v : manifest.at("variants")) {
     const std::string op = v.at("op"), dt = v.at("dtype"), bucket = v.at("shape_bucket");
     auto& b = buckets[{op, dt}];
     int n = 0, row = -1;
     if (parse_shape_bucket(bucket, &n, &row)) b.insert({n, row});
+    if (v.contains("row_length") && v.at("row_length").is_number_integer())
+      fixed_rows[{op, dt}].insert({v.at("row_length").get<int64_t>(), n});
     if (v.at("arch") == device_arch)
       expected.insert(v.at("entry").get<std::string>() + " | " + v.at("params").get<std::string>() + " | " + bucket);
   }
@@ -156,6 +160,13 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     auto wl = make_candidate_workload(*cand, *dt);
     std::vector<std::pair<std::vector<int64_t>, bool>> cases;  // domain, misaligned
     for (const auto& [k, row_k] : bucket_set) cases.push_back({odd_domain_in_bucket(*cand, k, row_k), false});
+    // A specialized variant at its own row length: an odd row count in its
+    // bucket, or 37 rows where that is over --max-elements.
+    for (const auto& [cols, k] : fixed_rows[key]) {
+      int64_t rows = odd_at_most(std::max<int64_t>(1, (int64_t{1} << k) / cols));
+      if (rows * cols > max_elements) rows = 37;
+      cases.push_back({{cols, rows}, false});
+    }
     cases.push_back({cand->odd_domain(), true});
     const std::vector<float> params = wl->param_values();
     const size_t esize = dtype_bytes(*dt);

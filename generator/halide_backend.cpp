@@ -192,6 +192,10 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   Pipeline p = instantiate(cand, dtype);
   p.constrain_buffers();
   if (cand.reduces()) {
+    if (RowReductionTemplate::fixed_row_length(config) > 0)
+      throw UserError("schedule '" + config.to_string() +
+                      "' is specialized for one row length (len); the Halide backend builds generic row kernels "
+                      "only: leave len out or use the nvrtc backend");
     std::vector<std::pair<Func, RDom>> reductions;
     for (const auto& r : p.reductions) reductions.push_back({r.total, r.rdom});
     RowReductionTemplate::apply_halide(p.output, p.vars, reductions, config);

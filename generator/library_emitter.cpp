@@ -111,8 +111,15 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         std::vector<Variant> arch_variants;
         std::vector<Candidate> batch;
         for (const auto& bucket : buckets[arch.name()]) {
-          auto best = db.best({hash, dtype_name(dt), bucket, arch.name()});
+          const TuneKey key{hash, dtype_name(dt), bucket, arch.name()};
+          auto best = db.best(key);
           if (!best) continue;
+          // A winner compiled for one row length serves that length; the
+          // bucket's other lengths get its best generic schedule beside it.
+          std::vector<TuningRecord> winners{*best};
+          if (Config::parse(best->params).get_or("len", 0) > 0)
+            if (auto generic = db.best_generic(key)) winners.push_back(*generic);
+          for (const TuningRecord& w : winners) {
           Variant v;
           v.cand = &cand;
           v.dtype = dt;
@@ -120,13 +127,14 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
             throw UserError("record " + best->id + " has a malformed shape bucket '" + bucket +
                             "'; expected e.g. 'n<=2^20' or 'n<=2^25 cols<=2^10'");
           v.sm = arch.number();
-          v.schedule = best->params;
-          v.record_id = best->id;
-          v.gpu_name = best->gpu_name;
-          v.measured = best->status == RecordStatus::kOk;
+          v.schedule = w.params;
+          v.record_id = w.id;
+          v.gpu_name = w.gpu_name;
+          v.measured = w.status == RecordStatus::kOk;
           any_measured |= v.measured;
-          batch.push_back({parse_backend(best->backend), Config::parse(best->params)});
+          batch.push_back({parse_backend(w.backend), Config::parse(w.params)});
           arch_variants.push_back(std::move(v));
+          }
         }
         if (!any_measured)
           report->notes.push_back(cand.name + " " + dtype_name(dt) + " " + arch.name() +
@@ -288,7 +296,7 @@ std::string write_table(const std::vector<Variant>& vs, const fs::path& image_di
       << c_string(a.grid[2].to_string()) << "}, " << a.shared_bytes << ", " << a.pointer_alignment << ", kParams"
       << i << ", " << a.params.size() << ", " << c_string(a.backend) << ", " << c_string(v.schedule) << ", "
       << c_string(v.record_id) << ", " << (v.measured ? 1 : 0) << ", " << (v.art.backend == "halide" ? 1 : 0)
-      << ", " << v.row_bucket << "},\n";
+      << ", " << v.row_bucket << ", " << v.art.row_length << "},\n";
   }
   t << "};\n\n}  // namespace\n\n"
        "fusekit::Package& fusekit_kernels_package() {\n"
@@ -512,7 +520,8 @@ EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
                                        : "generic"},
         {"backend", v.art.backend}, {"params", v.schedule}, {"record_id", v.record_id},
         {"provenance", v.record_id.empty() ? "generic (not tuned)" : v.measured ? "measured" : "modeled"},
-        {"measured_on", v.gpu_name}, {"pointer_alignment", v.art.pointer_alignment}});
+        {"measured_on", v.gpu_name}, {"pointer_alignment", v.art.pointer_alignment},
+        {"row_length", v.art.row_length > 0 ? nlohmann::json(v.art.row_length) : nlohmann::json("any")}});
   }
   manifest["notes"] = report.notes;
   write_file(out / "share" / "fusekit_kernels" / "manifest.json", manifest.dump(1) + "\n");

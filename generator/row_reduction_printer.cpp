@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "generator/cuda_c_printer.h"
+#include "schedules/row_reduction_template.h"
 
 namespace fusekit {
 namespace {
@@ -483,6 +484,11 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // hint=1: row loads tell the L2 what to keep (fk_keep: weights, rows a
   // later pass reads again) and what to drop first (fk_stream: last reads).
   const bool hint = config.get_or("hint", 0) == 1;
+  // len=L: the kernel is compiled for rows of exactly L columns (`cols` a
+  // constant: the cached path's guards, alignment test and fallback fold
+  // away); the runtime launches it for no other row length.
+  const int64_t fixed_cols = RowReductionTemplate::fixed_row_length(config);
+  if (fixed_cols != 0) RowReductionTemplate::specialize(config, fixed_cols);  // UserError for a length no row has
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   // The call that loads vector col0 of `ptr` (as words: a packed 16-bit row).
   // `policy` names the L2 policy variable, used with hint=1.
@@ -657,7 +663,11 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   add_param("const long long rows", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d1")});
   // A 32-bit row length: the runtime refuses (a Status, no launch) rows of
   // 2^31 columns or more instead of the kernel computing garbage.
-  add_param("const int cols", {KernelParam::Kind::kShape, KernelParam::Type::kI32, 0, LaunchExpr::symbol("d0")});
+  // A specialized kernel keeps the argument (one launch signature) and
+  // reads its own constant instead.
+  add_param(fixed_cols > 0 ? "const int" : "const int cols",
+            {KernelParam::Kind::kShape, KernelParam::Type::kI32, 0, LaunchExpr::symbol("d0")});
+  launch.row_length = fixed_cols;
   // A split row's blocks are consecutive in x: one cluster per row group.
   launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
   // Persistent: persist * sm_count blocks in whole clusters, at most one
@@ -983,6 +993,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << ") ";
   if (split > 1) src << "__cluster_dims__(" << split << ", 1, 1) ";
   src << entry << "(" << params << ") {\n";
+  if (fixed_cols > 0) src << "  constexpr int cols = " << fixed_cols << ";  // specialized: rows of exactly this length\n";
   src << "  constexpr int kT = " << threads << ", kR = " << rows << ", kV = " << vec << ", kC = " << cache
       << ", kS = " << split;
   if (staged && persist == 0) src << ", kB = " << std::min(cache, 4);

@@ -114,6 +114,12 @@ Status LoadedKernel::load(const CudaDriver& driver, const KernelArtifact& artifa
 
 Status prepare_launch(const KernelArtifact& artifact, const LaunchShape& shape, PreparedLaunch* out) {
   auto lookup = [&](const std::string& name, int64_t* v) { return lookup_shape_symbol(shape, name, v); };
+  if (artifact.row_length > 0 && (shape.domain.empty() || shape.domain[0] != artifact.row_length))
+    return Status(StatusCode::kInvalidArgument,
+                  artifact.entry + " is compiled for rows of " + std::to_string(artifact.row_length) +
+                      " columns; this call's rows have " +
+                      (shape.domain.empty() ? std::string("none") : std::to_string(shape.domain[0])) +
+                      ": launch a generic variant (a package selects one)");
   for (int i = 0; i < 3; ++i) {
     int64_t g = 0;
     Status st = artifact.grid[i].evaluate(lookup, &g);

@@ -93,12 +93,13 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
   auto steps = [](int have, int want) { return std::abs(have - want) * 2 - (have > want ? 1 : 0); };
   const fusekit_variant_desc* nearest = nullptr;
   const fusekit_variant_desc* generic = nullptr;
-  int nearest_distance = 1 << 30;
+  int nearest_distance = 1 << 30;  // 2 * distance, + 1 for a variant of any row length
   bool too_large = false;
   for (size_t i = 0; i < count; ++i) {
     const fusekit_variant_desc& v = table[i];
     if (v.sm != want_sm || v.dtype != dt || v.pointer_alignment > pointer_alignment) continue;
     if (std::strcmp(v.op, op_name) != 0) continue;
+    if (v.row_length > 0 && v.row_length != row_length) continue;  // compiled for another row length
     if (v.index32 && elements > INT32_MAX) {  // 64-bit indexing needed: a 32-bit kernel would wrap
       too_large = true;
       continue;
@@ -111,14 +112,17 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
     // the call's row length is unknown, else 4 per doubling (2 less toward
     // longer rows); any row step outweighs every element-count step.
     const int row_steps = v.row_log2 < 0 ? 0 : rb < 0 ? 1 : 2 * steps(v.row_log2, rb);
-    const int d = row_steps * 256 + steps(v.bucket_log2, b);
+    const int d = 2 * (row_steps * 256 + steps(v.bucket_log2, b)) + (v.row_length > 0 ? 0 : 1);
     if (d == 0) {
-      *out = Selection{&v, arch_step, "exact bucket"};
+      *out = Selection{&v, arch_step, "exact row length"};
       return Status();
     }
     if (d < nearest_distance) { nearest_distance = d; nearest = &v; }
   }
-  if (nearest) { *out = Selection{nearest, arch_step, "nearest bucket"}; return Status(); }
+  if (nearest) {
+    *out = Selection{nearest, arch_step, nearest_distance <= 1 ? "exact bucket" : "nearest bucket"};
+    return Status();
+  }
   if (generic) { *out = Selection{generic, arch_step, "generic"}; return Status(); }
   if (too_large)
     return Status(StatusCode::kNotSupported, std::to_string(elements) + " elements need 64-bit indexing, and op '" +
@@ -136,6 +140,7 @@ Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* a) {
   a->target_sm = v.sm;
   a->shared_bytes = v.shared_bytes;
   a->pointer_alignment = v.pointer_alignment;
+  a->row_length = v.row_length;
   for (int i = 0; i < 3; ++i) {
     a->block[i] = v.block[i];
     Status st = LaunchExpr::parse(v.grid[i], &a->grid[i]);
@@ -173,7 +178,9 @@ struct Package::Loaded {
 };
 
 Package::Package(const fusekit_variant_desc* table, size_t count, const CudaDriver* driver)
-    : table_(table), count_(count), driver_(driver) {}
+    : table_(table), count_(count), driver_(driver) {
+  for (size_t i = 0; i < count; ++i) fixed_rows_ |= table[i].row_length > 0;
+}
 Package::~Package() {
   // Modules die with their contexts; a package is often a static destroyed at
   // exit, after the application may have torn its contexts down.
@@ -275,7 +282,7 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
     int sm_count = 0;
     for (const Recent& r : recent_)
       if (r.loaded && r.ctx == ctx && r.dtype == dtype && r.bucket == bucket && r.row_bucket == row_bucket &&
-          r.alignment == alignment &&
+          r.alignment == alignment && (!fixed_rows_ || r.row_length == row_length) &&
           std::strcmp(r.loaded->variant->op, op) == 0) {
         l = r.loaded;
         sm_count = r.sm_count;
@@ -291,7 +298,7 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
       st = function_for(*d, ctx, sel.variant, &l);
       if (!st.ok()) return st;
       sm_count = props.sm_count;
-      recent_[next_recent_] = Recent{ctx, dtype, bucket, row_bucket, alignment, l, sm_count};
+      recent_[next_recent_] = Recent{ctx, dtype, bucket, row_bucket, row_length, alignment, l, sm_count};
       next_recent_ = (next_recent_ + 1) % kRecent;
     }
     // The shape as the kernel sees it: the caller's, on this device.

@@ -1,7 +1,10 @@
 #include "schedules/row_reduction_template.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+
+#include "common/errors.h"
 
 namespace fusekit {
 
@@ -235,8 +238,23 @@ std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int eleme
   return PointwiseTemplate::seeds(backend, element_bytes);
 }
 
-std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements) {
-  if (kind == TemplateKind::kRowReduction) return "";
+Config RowReductionTemplate::specialize(const Config& config, int64_t cols) {
+  if (cols < 1 || cols > std::numeric_limits<int32_t>::max())
+    throw UserError("cannot specialize a row kernel for rows of " + std::to_string(cols) +
+                    " columns: a row length is 1 .. 2^31 - 1 (leave len out for the generic kernel)");
+  Config c = config;
+  c.set("len", cols);
+  return c;
+}
+
+std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements,
+                                    int64_t row_length) {
+  if (kind == TemplateKind::kRowReduction) {
+    const int64_t fixed = RowReductionTemplate::fixed_row_length(config);
+    if (fixed > 0 && fixed != row_length)
+      return "compiled for rows of " + std::to_string(fixed) + " columns, not " + std::to_string(row_length);
+    return "";
+  }
   return PointwiseTemplate::size_violation(config, backend, elements);
 }
 

@@ -55,12 +55,16 @@
 //            evict_last for weights and for a row a
 //            later pass reads again, evict_first for
 //            a last read
+//   len      0: generic over the row length (the     not enumerated: the
+//            space's configs); L > 0: compiled for   tuner specializes its
+//            rows of exactly L columns, which the    best generic configs
+//            runtime launches for no other length    (TunerOptions::specialize)
 // A cached 16-bit row stays packed, two elements per 32-bit register.
 // Records from before `split`, `keep`, `smem`, `unroll`, `persist`, `onepass`,
 // `wbatch` and `hint` existed read as split=1, keep=1, smem=0, unroll=1,
 // persist=0, onepass=0, wbatch=0, hint=0: the kernels they measured.
-// Every variant handles any row length; `cache` only decides which lengths
-// take the one-read path.
+// Every variant without `len` handles any row length; `cache` only decides
+// which lengths take the one-read path.
 #pragma once
 
 #include <Halide.h>
@@ -91,6 +95,11 @@ class RowReductionTemplate {
   static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Elements of a row the registers hold: threads * split * vec * cache.
   static int64_t cached_row(const Config& config);
+  // The row length a config is specialized for (`len`); 0 when generic.
+  static int64_t fixed_row_length(const Config& config) { return config.get_or("len", 0); }
+  // `config` specialized for rows of `cols` columns; UserError naming the
+  // value when no kernel can be (cols < 1 or >= 2^31).
+  static Config specialize(const Config& config, int64_t cols);
   // The Halide schedule (Halide backend): one block per row, `threads`
   // threads; each reduction rfactor'ed into per-thread partials in shared
   // memory (computed at the row's block), then combined; the output stage
@@ -105,8 +114,10 @@ enum class TemplateKind { kPointwise, kRowReduction };
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
                           int cached_inputs, const RowOpTraits& traits = {});
 std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes);
-// Empty when `config` can run a problem of `elements`; else why not.
-std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements);
+// Empty when `config` can run a problem of `elements` whose innermost
+// extent (a row reduction's row) is `row_length`; else why not.
+std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements,
+                                    int64_t row_length);
 // The schedule of the generic variant a package always carries: no
 // alignment needs beyond an element.
 Config generic_schedule(TemplateKind kind);

@@ -1,10 +1,19 @@
 #include "search/tuner.h"
 
+#include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "fusekit/shape_bucket.h"
 
 namespace fusekit {
+namespace {
+
+// Rows of the shape a specialized schedule is verified on: odd, so no
+// rows-per-block or persistent grid divides it.
+constexpr int64_t kSpecializedVerifyRows = 37;
+
+}  // namespace
 
 std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const std::vector<Problem>& problems,
                                      size_t bytes_per_element, const ArchLimits& arch) {
@@ -70,6 +79,86 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
   for (const auto& d : task.domains) problems.push_back(wl.problem(d));
   const Problem verify_problem = wl.problem(task.verify_domain);
 
+  // Builds a batch, verifies it on `verify` (GPU only), times every
+  // candidate on each problem it can run and commits every outcome. Adds
+  // each verified time to `timed` (per problem) when given.
+  auto run_batch = [&](Backend backend, const std::vector<Candidate>& batch, const Problem& verify,
+                       std::vector<std::vector<std::pair<double, Config>>>* timed) {
+    std::vector<BuildResult> built = task.builder->build(batch);
+    std::vector<TuningRecord> records;
+    std::vector<MeasureResult> batch_results(batch.size());
+    // Candidates still in the running, as measurer inputs.
+    std::vector<size_t> alive;
+    auto fail_record = [&](size_t i, const std::string& shape, const std::string& bucket, const MeasureResult& m) {
+      TuningRecord r = base_record(batch[i], shape, bucket);
+      r.status = m.status;
+      r.error = m.error;
+      r.verify_error = m.verify_error;
+      records.push_back(r);
+      batch_results[i] = m;
+      ++summary.failed;
+    };
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (built[i].ok) {
+        alive.push_back(i);
+        continue;
+      }
+      MeasureResult m;
+      m.status = RecordStatus::kCompileError;
+      m.error = built[i].error;
+      fail_record(i, "any", "any", m);
+    }
+    auto inputs_of = [&](const std::vector<size_t>& idx) {
+      std::vector<MeasureInput> in;
+      for (size_t i : idx) in.push_back({&batch[i], &built[i].artifact});
+      return in;
+    };
+    // Every candidate must also be right on an odd shape (GPU only).
+    if (dev.measured && !alive.empty()) {
+      MeasureOptions vo = options.measure;
+      vo.time = false;
+      std::vector<MeasureResult> v = measurer.measure(wl, verify, inputs_of(alive), vo);
+      std::vector<size_t> passed;
+      for (size_t k = 0; k < alive.size(); ++k) {
+        if (v[k].status == RecordStatus::kOk) passed.push_back(alive[k]);
+        else fail_record(alive[k], verify.shape_text, problem_bucket(task.kind, verify), v[k]);
+      }
+      alive = passed;
+    }
+    // Problem-major, so each problem's data and reference are prepared once.
+    for (size_t pi = 0; pi < problems.size(); ++pi) {
+      const Problem& p = problems[pi];
+      std::vector<size_t> run;
+      for (size_t i : alive) {
+        if (template_size_violation(task.kind, batch[i].config, backend, p.elements(), p.domain.front()).empty())
+          run.push_back(i);
+        else ++summary.pruned;
+      }
+      if (run.empty()) continue;
+      std::vector<MeasureResult> ms = measurer.measure(wl, p, inputs_of(run), options.measure);
+      for (size_t k = 0; k < run.size(); ++k) {
+        const MeasureResult& m = ms[k];
+        TuningRecord r = base_record(batch[run[k]], p.shape_text, problem_bucket(task.kind, p));
+        r.status = m.status;
+        r.error = m.error;
+        r.verify_error = m.verify_error;
+        r.median_us = m.median_us;
+        r.p20_us = m.p20_us;
+        r.p80_us = m.p80_us;
+        r.samples = static_cast<int>(m.samples_us.size());
+        if (m.median_us > 0) r.bandwidth_gbps = p.bytes_moved(elem_bytes) / (m.median_us * 1e-6) / 1e9;
+        if (m.status == RecordStatus::kOk) ++summary.measured;
+        else if (m.status == RecordStatus::kModeled) ++summary.modeled;
+        else ++summary.failed;
+        if (timed && m.status == RecordStatus::kOk) (*timed)[pi].push_back({m.median_us, batch[run[k]].config});
+        records.push_back(r);
+        batch_results[run[k]] = m;
+      }
+    }
+    summary.records += db.commit(records);
+    return batch_results;
+  };
+
   for (Backend backend : options.backends) {
     ParamSpace space =
         template_space(task.kind, arch, backend, static_cast<int>(elem_bytes), task.cached_inputs, task.traits);
@@ -103,79 +192,13 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
                                                       options.seed ^ static_cast<uint64_t>(backend), ranked,
                                                       (budget - seeds_taken) / 2);
     auto stop = make_count_stop(budget);
+    // Per timed problem, the verified generic schedules and their times.
+    std::vector<std::vector<std::pair<double, Config>>> timed(problems.size());
     size_t done = 0;
     while (!stop->is_fulfilled()) {
       std::vector<Candidate> batch = strategy->next_batch(options.batch);
       if (batch.empty()) break;
-      std::vector<BuildResult> built = task.builder->build(batch);
-      std::vector<TuningRecord> records;
-      std::vector<MeasureResult> batch_results(batch.size());
-      // Candidates still in the running, as measurer inputs.
-      std::vector<size_t> alive;
-      auto fail_record = [&](size_t i, const std::string& shape, const std::string& bucket, const MeasureResult& m) {
-        TuningRecord r = base_record(batch[i], shape, bucket);
-        r.status = m.status;
-        r.error = m.error;
-        r.verify_error = m.verify_error;
-        records.push_back(r);
-        batch_results[i] = m;
-        ++summary.failed;
-      };
-      for (size_t i = 0; i < batch.size(); ++i) {
-        if (built[i].ok) {
-          alive.push_back(i);
-          continue;
-        }
-        MeasureResult m;
-        m.status = RecordStatus::kCompileError;
-        m.error = built[i].error;
-        fail_record(i, "any", "any", m);
-      }
-      auto inputs_of = [&](const std::vector<size_t>& idx) {
-        std::vector<MeasureInput> in;
-        for (size_t i : idx) in.push_back({&batch[i], &built[i].artifact});
-        return in;
-      };
-      // Every candidate must also be right on an odd shape (GPU only).
-      if (dev.measured && !alive.empty()) {
-        MeasureOptions vo = options.measure;
-        vo.time = false;
-        std::vector<MeasureResult> v = measurer.measure(wl, verify_problem, inputs_of(alive), vo);
-        std::vector<size_t> passed;
-        for (size_t k = 0; k < alive.size(); ++k) {
-          if (v[k].status == RecordStatus::kOk) passed.push_back(alive[k]);
-          else fail_record(alive[k], verify_problem.shape_text, problem_bucket(task.kind, verify_problem), v[k]);
-        }
-        alive = passed;
-      }
-      // Problem-major, so each problem's data and reference are prepared once.
-      for (const Problem& p : problems) {
-        std::vector<size_t> run;
-        for (size_t i : alive) {
-          if (template_size_violation(task.kind, batch[i].config, backend, p.elements()).empty()) run.push_back(i);
-          else ++summary.pruned;
-        }
-        if (run.empty()) continue;
-        std::vector<MeasureResult> ms = measurer.measure(wl, p, inputs_of(run), options.measure);
-        for (size_t k = 0; k < run.size(); ++k) {
-          const MeasureResult& m = ms[k];
-          TuningRecord r = base_record(batch[run[k]], p.shape_text, problem_bucket(task.kind, p));
-          r.status = m.status;
-          r.error = m.error;
-          r.verify_error = m.verify_error;
-          r.median_us = m.median_us;
-          r.p20_us = m.p20_us;
-          r.p80_us = m.p80_us;
-          r.samples = static_cast<int>(m.samples_us.size());
-          if (m.median_us > 0) r.bandwidth_gbps = p.bytes_moved(elem_bytes) / (m.median_us * 1e-6) / 1e9;
-          if (m.status == RecordStatus::kOk) ++summary.measured;
-          else if (m.status == RecordStatus::kModeled) ++summary.modeled;
-          else ++summary.failed;
-          records.push_back(r);
-          batch_results[run[k]] = m;
-        }
-      }
-      summary.records += db.commit(records);
+      std::vector<MeasureResult> batch_results = run_batch(backend, batch, verify_problem, &timed);
       strategy->notify(batch, batch_results);
       stop->update(batch_results);
       done += batch.size();
@@ -185,6 +208,35 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
              << budget << " candidates";
         options.progress(line.str());
       }
+    }
+    // Row-length specialization: each timed row length's fastest generic
+    // schedules compiled again for that length (`len`), verified on rows of
+    // it (a row count no block shape divides) and timed beside them. Only
+    // with a GPU: the model cannot tell a specialized kernel apart.
+    if (task.kind != TemplateKind::kRowReduction || backend != Backend::kNvrtc || !dev.measured ||
+        options.specialize == 0)
+      continue;
+    std::map<int64_t, std::vector<Candidate>> twins;  // row length -> schedules
+    for (size_t pi = 0; pi < problems.size(); ++pi) {
+      const int64_t cols = problems[pi].domain.front();
+      std::vector<std::pair<double, Config>>& t = timed[pi];
+      std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<Candidate>& list = twins[cols];
+      for (size_t k = 0; k < t.size() && k < options.specialize; ++k) {
+        Candidate c{backend, RowReductionTemplate::specialize(t[k].second, cols)};
+        if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
+          list.push_back(c);
+      }
+    }
+    for (const auto& [cols, list] : twins) {
+      if (list.empty()) continue;
+      std::vector<int64_t> rows_of_it(problems.front().domain.size(), 1);
+      rows_of_it.front() = cols;
+      rows_of_it.back() = kSpecializedVerifyRows;
+      run_batch(backend, list, wl.problem(rows_of_it), nullptr);
+      if (options.progress)
+        options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " " + backend_name(backend) + ": " +
+                         std::to_string(list.size()) + " schedules specialized for rows of " + std::to_string(cols));
     }
   }
   return summary;

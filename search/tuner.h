@@ -47,6 +47,10 @@ struct TunerOptions {
   std::vector<Backend> backends = {Backend::kNvrtc, Backend::kHalide};
   size_t budget = 24;            // candidates per backend (exhaustive when the space is smaller)
   size_t batch = 32;             // candidates built and measured together
+  // Row reductions on a GPU: each timed row length's `specialize` fastest
+  // generic NVRTC schedules are built again for that length (`len`) and
+  // measured beside them; 0 turns it off.
+  size_t specialize = 2;
   uint64_t seed = 1;
   MeasureOptions measure;
   Provenance provenance;

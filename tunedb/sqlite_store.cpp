@@ -125,13 +125,12 @@ class SqliteStore final : public TuneDb {
     return added;
   }
 
-  std::optional<TuningRecord> best(const TuneKey& key) const override {
-    auto rows = query(std::string("SELECT ") + kColumns +
-                          " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
-                          " AND status IN ('ok','modeled') ORDER BY (status='ok') DESC, median_us ASC LIMIT 1",
-                      {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
-    if (rows.empty()) return std::nullopt;
-    return rows.front();
+  std::optional<TuningRecord> best(const TuneKey& key) const override { return best_where(key, ""); }
+
+  // Config text is canonical ("cache=4 len=16384 rows=1"): a specialized
+  // schedule has the token "len=".
+  std::optional<TuningRecord> best_generic(const TuneKey& key) const override {
+    return best_where(key, " AND (' ' || params) NOT LIKE '% len=%'");
   }
 
   std::vector<TuningRecord> all(const RecordFilter& f) const override {
@@ -161,6 +160,16 @@ class SqliteStore final : public TuneDb {
       sqlite3_free(err);
       throw UserError("database '" + path_ + "': " + msg);
     }
+  }
+
+  std::optional<TuningRecord> best_where(const TuneKey& key, const std::string& condition) const {
+    auto rows = query(std::string("SELECT ") + kColumns +
+                          " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
+                          " AND status IN ('ok','modeled')" + condition +
+                          " ORDER BY (status='ok') DESC, median_us ASC LIMIT 1",
+                      {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
+    if (rows.empty()) return std::nullopt;
+    return rows.front();
   }
 
   std::vector<TuningRecord> query(const std::string& sql, const std::vector<std::string>& binds) const {

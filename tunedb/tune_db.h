@@ -29,6 +29,9 @@ class TuneDb {
   virtual size_t commit(const std::vector<TuningRecord>& records) = 0;
   // The fastest verified record of a key; measured ("ok") beats modeled.
   virtual std::optional<TuningRecord> best(const TuneKey& key) const = 0;
+  // The same among schedules generic over the row length (no `len`
+  // parameter: see schedules/row_reduction_template.h).
+  virtual std::optional<TuningRecord> best_generic(const TuneKey& key) const = 0;
   // Records matching a filter, oldest first.
   virtual std::vector<TuningRecord> all(const RecordFilter& filter = {}) const = 0;
   virtual size_t size() const = 0;

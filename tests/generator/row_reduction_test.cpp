@@ -261,6 +261,14 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
                               "cache=0 fast=1 hint=1 rows=2 threads=64 unroll=2 vec=1",
                               "cache=4 fast=1 hint=1 keep=2 persist=1 rows=1 smem=1 threads=128 vec=4"})
         cfgs.push_back(cfg);
+      // Compiled for one row length: whole vectors, a partial last vector,
+      // re-read, split across a cluster, persistent.
+      for (const char* cfg : {"cache=4 fast=1 keep=1 len=4096 rows=1 threads=256 vec=4",
+                              "cache=2 fast=0 keep=2 len=1001 rows=2 smem=1 threads=64 vec=4",
+                              "cache=0 fast=1 len=3001 rows=1 threads=128 unroll=2 vec=2",
+                              "cache=8 fast=1 keep=2 len=65536 rows=1 split=4 threads=512 vec=4",
+                              "cache=4 fast=1 keep=1 len=16384 persist=2 rows=1 smem=1 threads=512 vec=4"})
+        cfgs.push_back(cfg);
       if (traits.weight_inputs > 0)
         for (const char* cfg : {"cache=4 fast=1 keep=0 rows=2 threads=64 vec=4 wbatch=1",
                                 "cache=2 fast=1 keep=1 persist=1 rows=1 smem=1 threads=128 vec=2 wbatch=1"})
@@ -311,6 +319,53 @@ TEST(RowReductionPrinter, RowsOfTwoToThe31ColumnsAreRefusedAtLaunch) {
   shape.outputs = {shape.domain};
   ASSERT_TRUE(prepare_launch(a, shape, &prepared).ok());
   EXPECT_EQ(prepared.grid[0], 3u);  // one row per block
+}
+
+// len=L: the row length is a constant of the kernel, which keeps its
+// argument (one launch signature) and is refused for other lengths.
+TEST(RowReductionPrinter, SpecializedRowsFoldTheRowLength) {
+  const auto& c = find_pattern("layernorm");
+  const Pipeline p = instantiate(c, DType::kBF16);
+  const Config generic = Config::parse("cache=4 fast=1 keep=1 rows=1 smem=1 threads=512 vec=8");
+  const PrintedKernel g = print_row_reduction_kernel(c, p, generic, "k");
+  const PrintedKernel k = print_row_reduction_kernel(c, p, RowReductionTemplate::specialize(generic, 16384), "k");
+  EXPECT_EQ(g.launch.row_length, 0);
+  EXPECT_EQ(k.launch.row_length, 16384);
+  EXPECT_EQ(count(g.source, "constexpr int cols"), 0u);
+  EXPECT_EQ(count(k.source, "constexpr int cols = 16384;"), 1u);
+  EXPECT_EQ(count(g.source, "const long long rows, const int cols)"), 1u);
+  EXPECT_EQ(count(k.source, "const long long rows, const int)"), 1u);
+  ASSERT_EQ(k.launch.params.size(), g.launch.params.size());
+  EXPECT_EQ(k.launch.params.back().expr.to_string(), "d0");
+  LaunchShape shape;
+  shape.domain = {16384, 5};
+  shape.inputs = {shape.domain, {16384}, {16384}};
+  shape.outputs = {shape.domain};
+  PreparedLaunch prepared;
+  EXPECT_TRUE(prepare_launch(k.launch, shape, &prepared).ok());
+  shape.domain = {4096, 5};
+  EXPECT_EQ(prepare_launch(k.launch, shape, &prepared).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(prepare_launch(g.launch, shape, &prepared).ok());
+  // No row has such a length.
+  for (int64_t bad : {int64_t{-3}, int64_t{1} << 31}) {
+    Config c2 = generic;
+    c2.set("len", bad);
+    try {
+      print_row_reduction_kernel(c, p, c2, "k");
+      ADD_FAILURE() << "len=" << bad << " printed";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("rows of " + std::to_string(bad) + " columns"), std::string::npos)
+          << e.what();
+    }
+  }
+  // The size check the tuner applies: only problems of that row length.
+  EXPECT_EQ(template_size_violation(TemplateKind::kRowReduction, RowReductionTemplate::specialize(generic, 16384),
+                                    Backend::kNvrtc, 16384 * 5, 16384),
+            "");
+  EXPECT_EQ(template_size_violation(TemplateKind::kRowReduction, RowReductionTemplate::specialize(generic, 16384),
+                                    Backend::kNvrtc, 4096 * 5, 4096),
+            "compiled for rows of 16384 columns, not 4096");
+  EXPECT_EQ(template_size_violation(TemplateKind::kRowReduction, generic, Backend::kNvrtc, 4096 * 5, 4096), "");
 }
 
 TEST(RowReductionPrinter, ReductionsComeFromTheHalideExprs) {

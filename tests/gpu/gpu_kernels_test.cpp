@@ -215,6 +215,51 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
   }
 }
 
+// Kernels compiled for one row length (len): rows of 1001 (a partial last
+// vector), 4096 (cached, staged, persistent, re-read) and 65536 (split
+// across a cluster, sm_90), at 37 rows and at 3; each refused on rows of
+// another length rather than run.
+TEST_F(GpuKernels, SpecializedRowsMatchTheReference) {
+  for (const auto& c : catalog()) {
+    if (!c.reduces()) continue;
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      const std::string wide = std::to_string(16 / dtype_bytes(dt));
+      std::vector<std::pair<int64_t, std::string>> all = {
+          {1001, "cache=4 fast=0 keep=1 rows=2 threads=64 vec=2"},
+          {1001, "cache=2 fast=1 keep=2 rows=1 smem=1 threads=128 vec=" + wide},
+          {4096, "cache=4 fast=1 keep=0 rows=1 threads=256 vec=4"},
+          {4096, "cache=2 fast=1 keep=1 rows=1 smem=1 threads=256 vec=" + wide},
+          {4096, "cache=0 fast=1 rows=2 threads=128 unroll=2 vec=" + wide}};
+      if (arch().arch.number() >= 80)
+        all.push_back({4096, "cache=4 fast=1 keep=2 persist=2 rows=1 smem=1 threads=128 vec=" + wide});
+      if (arch().arch.number() >= 90)
+        all.push_back({65536, "cache=8 fast=1 keep=2 rows=1 split=4 threads=512 vec=4"});
+      auto wl = make_candidate_workload(c, dt);
+      auto builder = make_kernel_builder(c, dt, arch());
+      std::vector<Candidate> batch;
+      for (const auto& [cols, s] : all)
+        batch.push_back({Backend::kNvrtc, RowReductionTemplate::specialize(Config::parse(s), cols)});
+      auto built = builder->build(batch);
+      MeasureOptions verify_only;
+      verify_only.time = false;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + batch[i].config.to_string());
+        ASSERT_TRUE(built[i].ok) << built[i].error;
+        const int64_t cols = all[i].first;
+        for (int64_t rows : {int64_t{37}, int64_t{3}}) {
+          Problem p = wl->problem({cols, rows});
+          MeasureResult r = measurer_->measure(*wl, p, {{&batch[i], &built[i].artifact}}, verify_only).front();
+          EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
+        }
+        Problem other = wl->problem({cols - 1, 5});
+        MeasureResult r = measurer_->measure(*wl, other, {{&batch[i], &built[i].artifact}}, verify_only).front();
+        EXPECT_NE(r.status, RecordStatus::kOk) << other.shape_text << " ran a kernel compiled for rows of " << cols;
+        EXPECT_NE(r.error.find("compiled for rows of " + std::to_string(cols)), std::string::npos) << r.error;
+      }
+    }
+  }
+}
+
 // bias_add_softmax with an attention mask of -inf: a third of each row's
 // columns, and every fifth row all but its first column (a row of one live
 // logit); every fourteenth row is masked out entirely, where softmax is NaN

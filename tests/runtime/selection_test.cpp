@@ -9,10 +9,10 @@ namespace {
 const fusekit_param_desc kParams[] = {{0, 0, 0, ""}, {1, 0, 0, ""}, {3, 3, 0, "n"}};
 
 fusekit_variant_desc variant(const char* entry, int sm, int kind, int bucket, int align, int dtype = 0,
-                             const char* op = "relu_add", int index32 = 0, int row_log2 = -1) {
+                             const char* op = "relu_add", int index32 = 0, int row_log2 = -1, int row_length = 0) {
   static const unsigned char image[] = {0};
   return {op,    dtype, bucket,  sm, kind, image, 1, entry, {128, 1, 1}, {"(div (add n 127) 128)", "1", "1"},
-          0,     align, kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32, row_log2};
+          0,     align, kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32, row_log2, row_length};
 }
 
 const fusekit_variant_desc kTable[] = {
@@ -27,6 +27,8 @@ const fusekit_variant_desc kTable[] = {
     variant("softmax_n25_r10", 90, 0, 25, 16, 0, "softmax", 0, 10),
     variant("softmax_n26_r14", 90, 0, 26, 16, 0, "softmax", 0, 14),
     variant("softmax_n26_r16", 90, 0, 26, 16, 0, "softmax", 0, 16),
+    // compiled for rows of exactly 16384 columns, beside the bucket's generic winner
+    variant("softmax_n26_len16384", 90, 0, 26, 16, 0, "softmax", 0, 14, 16384),
     variant("softmax_generic", 90, 0, -1, 2, 0, "softmax"),
 };
 constexpr size_t kCount = sizeof(kTable) / sizeof(kTable[0]);
@@ -64,7 +66,7 @@ TEST(SelectVariant, RowLengthComesFirstForRowReductions) {
   Selection s = softmax(32768, 1024);
   EXPECT_STREQ(s.variant->entry, "softmax_n25_r10");
   EXPECT_STREQ(s.shape_step, "exact bucket");
-  EXPECT_STREQ(softmax(4096, 16384).variant->entry, "softmax_n26_r14");
+  EXPECT_STREQ(softmax(4096, 12288).variant->entry, "softmax_n26_r14");
   EXPECT_STREQ(softmax(1024, 65536).variant->entry, "softmax_n26_r16");
   // 4096 x 8192: rows of 2^13 are nearer 2^14 than 2^10, though 2^25
   // elements match the r10 winner's count exactly.
@@ -81,6 +83,42 @@ TEST(SelectVariant, RowLengthComesFirstForRowReductions) {
   EXPECT_STREQ(s.shape_step, "exact bucket");
   EXPECT_NE(pick(90, 1 << 25, 256, DType::kF32, "softmax", 1024).describe().find("bucket n<=2^25 cols<=2^10"),
             std::string::npos);
+}
+
+// A variant compiled for one row length: taken for that length before the
+// generic winner of its bucket, never for another length.
+TEST(SelectVariant, ExactRowLengthVariantsServeTheirLengthOnly) {
+  auto softmax = [](int64_t rows, int64_t cols) {
+    return pick(90, rows * cols, 256, DType::kF32, "softmax", cols);
+  };
+  Selection s = softmax(4096, 16384);
+  EXPECT_STREQ(s.variant->entry, "softmax_n26_len16384");
+  EXPECT_STREQ(s.shape_step, "exact row length");
+  // Another row count of that length: still the nearest.
+  s = softmax(1000, 16384);
+  EXPECT_STREQ(s.variant->entry, "softmax_n26_len16384");
+  EXPECT_STREQ(s.shape_step, "nearest bucket");
+  // The same bucket, another length: the generic winner.
+  s = softmax(4096, 16383);
+  EXPECT_STREQ(s.variant->entry, "softmax_n26_r14");
+  EXPECT_STREQ(s.shape_step, "exact bucket");
+  // Unknown row length: never a specialized variant.
+  EXPECT_STREQ(pick(90, int64_t{1} << 26, 256, DType::kF32, "softmax").variant->entry, "softmax_n26_r14");
+  // Misaligned pointers skip it like any tuned variant.
+  EXPECT_STREQ(pick(90, 4096 * 16384, 8, DType::kF32, "softmax", 16384).variant->entry, "softmax_generic");
+  // Launched directly for another length, its artifact is a status.
+  KernelArtifact a;
+  ASSERT_TRUE(variant_artifact(*softmax(4096, 16384).variant, &a).ok());
+  EXPECT_EQ(a.row_length, 16384);
+  LaunchShape shape;
+  shape.domain = {16384, 4096};
+  PreparedLaunch prepared;
+  EXPECT_TRUE(prepare_launch(a, shape, &prepared).ok());
+  shape.domain = {16383, 4096};
+  Status st = prepare_launch(a, shape, &prepared);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("compiled for rows of 16384 columns; this call's rows have 16383"), std::string::npos)
+      << st.message();
 }
 
 TEST(SelectVariant, SameMajorCubinThenPtx) {

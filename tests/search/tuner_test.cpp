@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
@@ -100,6 +101,100 @@ TEST(Tuner, MeasuresEveryLegalSeed) {
   for (const auto& r : t.db->all()) measured.push_back(r.params);
   for (const std::string& s : seeds)
     EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
+}
+
+// A GPU stand-in: the model's times, reported as measured; a kernel
+// compiled for one row length fails on any other (as prepare_launch
+// refuses it) and runs 10 % faster on its own. Remembers what it verified.
+class FakeGpuMeasurer final : public Measurer {
+ public:
+  explicit FakeGpuMeasurer(const ArchLimits& arch) : model_(make_model_measurer(arch)) {
+    info_ = model_->device();
+    info_.gpu_name = "fake GPU";
+    info_.measured = true;
+  }
+  const DeviceInfo& device() const override { return info_; }
+  std::vector<MeasureResult> measure(const Workload& wl, const Problem& p, const std::vector<MeasureInput>& batch,
+                                     const MeasureOptions& options) override {
+    std::vector<MeasureResult> out = model_->measure(wl, p, batch, options);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int64_t fixed = batch[i].artifact->row_length;
+      if (!options.time) verified.push_back(p.shape_text + " " + batch[i].candidate->config.to_string());
+      if (fixed > 0 && fixed != p.domain.front()) {
+        out[i] = MeasureResult{};
+        out[i].status = RecordStatus::kLaunchError;
+        out[i].error = "compiled for rows of " + std::to_string(fixed);
+        continue;
+      }
+      out[i].status = RecordStatus::kOk;
+      const double f = fixed > 0 ? 0.9 : 1.0;
+      for (double* t : {&out[i].median_us, &out[i].p20_us, &out[i].p80_us}) *t *= f;
+    }
+    return out;
+  }
+  std::vector<std::string> verified;
+
+ private:
+  std::unique_ptr<Measurer> model_;
+  DeviceInfo info_;
+};
+
+// On a GPU, each timed row length's two fastest generic schedules are built
+// again for that length, verified on rows of it (37: no block shape divides
+// it) and timed on that shape only; the bucket's winner is one of them here.
+TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
+  ModelTuning t("rmsnorm", DType::kBF16, "sm_90", {{4096, 64}, {16384, 16}});
+  t.measurer = std::make_unique<FakeGpuMeasurer>(t.arch);
+  TunerOptions opt;
+  opt.budget = 6;
+  opt.backends = {Backend::kNvrtc};
+  t.run(opt);
+  std::map<std::string, std::vector<TuningRecord>> generic, fixed;  // by shape
+  for (const auto& r : t.db->all()) {
+    ASSERT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.error;
+    (Config::parse(r.params).get_or("len", 0) > 0 ? fixed : generic)[r.shape].push_back(r);
+  }
+  for (const auto& [shape, cols] : std::map<std::string, int64_t>{{"64x4096", 4096}, {"16x16384", 16384}}) {
+    SCOPED_TRACE(shape);
+    ASSERT_EQ(fixed[shape].size(), 2u);
+    std::vector<TuningRecord> g = generic[shape];
+    std::sort(g.begin(), g.end(), [](const auto& a, const auto& b) { return a.median_us < b.median_us; });
+    ASSERT_GE(g.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) {
+      const Config twin = RowReductionTemplate::specialize(Config::parse(g[k].params), cols);
+      EXPECT_TRUE(std::any_of(fixed[shape].begin(), fixed[shape].end(),
+                              [&](const TuningRecord& r) { return r.params == twin.to_string(); }))
+          << twin.to_string() << " was not measured";
+      const std::string verified = "37x" + std::to_string(cols) + " " + twin.to_string();
+      auto& v = static_cast<FakeGpuMeasurer&>(*t.measurer).verified;
+      EXPECT_NE(std::find(v.begin(), v.end(), verified), v.end()) << verified;
+    }
+    auto best = t.db->best({t.task.pipeline_hash, "bf16", fixed[shape][0].shape_bucket, "sm_90"});
+    ASSERT_TRUE(best.has_value());
+    EXPECT_EQ(Config::parse(best->params).get("len"), cols);
+    auto best_generic = t.db->best_generic({t.task.pipeline_hash, "bf16", fixed[shape][0].shape_bucket, "sm_90"});
+    ASSERT_TRUE(best_generic.has_value());
+    EXPECT_EQ(best_generic->params, g[0].params);
+  }
+  EXPECT_EQ(fixed.size(), 2u);  // no other shape
+
+  // specialize = 0: generic schedules only.
+  ModelTuning off("rmsnorm", DType::kBF16, "sm_90", {{4096, 64}});
+  off.measurer = std::make_unique<FakeGpuMeasurer>(off.arch);
+  opt.specialize = 0;
+  off.run(opt);
+  for (const auto& r : off.db->all()) EXPECT_EQ(Config::parse(r.params).get_or("len", 0), 0) << r.params;
+}
+
+// Without a GPU nothing is specialized: the model cannot tell the kernels apart.
+TEST(Tuner, DoesNotSpecializeWithoutAGpu) {
+  ModelTuning t("softmax", DType::kF32, "sm_90", {{4096, 64}});
+  TunerOptions opt;
+  opt.budget = 4;
+  opt.backends = {Backend::kNvrtc};
+  t.run(opt);
+  ASSERT_GT(t.db->size(), 0u);
+  for (const auto& r : t.db->all()) EXPECT_EQ(Config::parse(r.params).get_or("len", 0), 0) << r.params;
 }
 
 // The model's favourites interleave the timed shapes: each shape's

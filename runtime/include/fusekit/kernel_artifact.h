@@ -51,6 +51,9 @@ struct KernelArtifact {
   std::vector<KernelParam> params;
   // Byte alignment every tensor pointer must have (vectorized access).
   int pointer_alignment = 1;
+  // > 0: compiled for an innermost extent (a row reduction's row) of exactly
+  // this length; prepare_launch refuses any other. 0: any length.
+  int64_t row_length = 0;
   std::string source;           // CUDA C (nvrtc) or PTX (halide), for humans
 };
 

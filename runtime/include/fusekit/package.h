@@ -5,7 +5,9 @@
 //   arch:  exact-arch image -> same-major cubin (minor <= device minor) -> PTX (JIT)
 //   shape: exact shape bucket -> nearest tuned bucket -> the generic variant
 //          (row reductions: the row length's bucket first, then the element
-//          count's; see fusekit/shape_bucket.h)
+//          count's; see fusekit/shape_bucket.h). A variant compiled for one
+//          row length is taken only for that length, and before a generic
+//          variant at the same distance.
 //   alignment: a variant whose pointer alignment the call's pointers do not
 //          meet is skipped (the generic variant needs only element alignment)
 // Modules are loaded lazily, once per CUDA context, under a mutex; launches go
@@ -52,6 +54,8 @@ typedef struct fusekit_variant_desc {
   int measured;            // 1 measured on a GPU, 0 modeled or generic
   int index32;             // 1: 32-bit indexing (Halide kernels), at most 2^31 - 1 elements
   int row_log2;            // row reductions: tuned for rows of <= 2^row_log2 columns; -1 otherwise
+  int row_length;          // > 0: compiled for rows of exactly this many columns (taken for no
+                           // other row length); 0: any
 } fusekit_variant_desc;
 
 #ifdef __cplusplus
@@ -83,7 +87,7 @@ struct DeviceProps {
 struct Selection {
   const fusekit_variant_desc* variant = nullptr;
   const char* arch_step = "";   // "exact arch", "same-major cubin", "ptx jit"
-  const char* shape_step = "";  // "exact bucket", "nearest bucket", "generic"
+  const char* shape_step = "";  // "exact row length", "exact bucket", "nearest bucket", "generic"
   std::string describe() const;
 };
 
@@ -139,6 +143,7 @@ class Package {
     DType dtype = DType::kF32;
     int bucket = 0;
     int row_bucket = 0;
+    int64_t row_length = 0;  // compared only when the table has variants of one row length
     int alignment = 0;
     Loaded* loaded = nullptr;
     int sm_count = 0;
@@ -148,6 +153,7 @@ class Package {
   const fusekit_variant_desc* table_;
   size_t count_;
   const CudaDriver* driver_;
+  bool fixed_rows_ = false;  // some variant is compiled for one row length
   std::mutex mutex_;
   std::vector<std::unique_ptr<Loaded>> loaded_;  // never shrinks: Recent points into it
   Recent recent_[kRecent];
