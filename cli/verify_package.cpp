@@ -160,12 +160,12 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     auto wl = make_candidate_workload(*cand, *dt);
     std::vector<std::pair<std::vector<int64_t>, bool>> cases;  // domain, misaligned
     for (const auto& [k, row_k] : bucket_set) cases.push_back({odd_domain_in_bucket(*cand, k, row_k), false});
-    // A specialized variant at its own row length: an odd row count in its
-    // bucket, or 37 rows where that is over --max-elements.
+    // A specialized variant at its own row length: the most odd rows that
+    // stay in its bucket and within --max-elements (selection takes it at
+    // any row count).
     for (const auto& [cols, k] : fixed_rows[key]) {
-      int64_t rows = odd_at_most(std::max<int64_t>(1, (int64_t{1} << k) / cols));
-      if (rows * cols > max_elements) rows = 37;
-      cases.push_back({{cols, rows}, false});
+      const int64_t most = std::min(int64_t{1} << k, max_elements);
+      cases.push_back({{cols, odd_at_most(std::max<int64_t>(1, most / cols))}, false});
     }
     cases.push_back({cand->odd_domain(), true});
     const std::vector<float> params = wl->param_values();

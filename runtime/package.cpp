@@ -93,7 +93,7 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
   auto steps = [](int have, int want) { return std::abs(have - want) * 2 - (have > want ? 1 : 0); };
   const fusekit_variant_desc* nearest = nullptr;
   const fusekit_variant_desc* generic = nullptr;
-  int nearest_distance = 1 << 30;  // 2 * distance, + 1 for a variant of any row length
+  int nearest_distance = 1 << 30;
   bool too_large = false;
   for (size_t i = 0; i < count; ++i) {
     const fusekit_variant_desc& v = table[i];
@@ -111,8 +111,11 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
     // Row steps: 0 for a variant of any row length or the exact one, 1 when
     // the call's row length is unknown, else 4 per doubling (2 less toward
     // longer rows); any row step outweighs every element-count step.
+    // A variant compiled for the call's row length outranks every generic
+    // one: its schedule was tuned for rows of exactly this length.
     const int row_steps = v.row_log2 < 0 ? 0 : rb < 0 ? 1 : 2 * steps(v.row_log2, rb);
-    const int d = 2 * (row_steps * 256 + steps(v.bucket_log2, b)) + (v.row_length > 0 ? 0 : 1);
+    const int row_rank = v.row_length > 0 ? 0 : 1 + row_steps;
+    const int d = row_rank * 256 + steps(v.bucket_log2, b);
     if (d == 0) {
       *out = Selection{&v, arch_step, "exact row length"};
       return Status();
@@ -120,7 +123,9 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
     if (d < nearest_distance) { nearest_distance = d; nearest = &v; }
   }
   if (nearest) {
-    *out = Selection{nearest, arch_step, nearest_distance <= 1 ? "exact bucket" : "nearest bucket"};
+    *out = Selection{nearest, arch_step,
+                     nearest->row_length > 0 ? "exact row length" : nearest_distance == 256 ? "exact bucket"
+                                                                                            : "nearest bucket"};
     return Status();
   }
   if (generic) { *out = Selection{generic, arch_step, "generic"}; return Status(); }

@@ -181,6 +181,22 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
         out.push_back(c);
       }
     }
+  // Rows of 16384 held in the registers of 1024 threads (f32: 4 vectors of
+  // 4, bf16: 2 of 8). Generic, such a kernel needs 56 registers (bf16
+  // layernorm; one block per SM); compiled for the row length (len, which
+  // the tuner tries on exact fits), 32: two blocks, every warp slot, as
+  // Inductor's looped kernel has, with the row read once.
+  {
+    Config c;
+    c.set("threads", 1024);
+    c.set("rows", 1);
+    c.set("vec", wide);
+    c.set("cache", 16384 / (1024 * wide));
+    c.set("split", 1);
+    c.set("fast", 1);
+    c.set("keep", element_bytes < 4 ? 0 : 2);
+    out.push_back(c);
+  }
   // The rows of 4096 held in registers also with L2 eviction policies on
   // their loads (hint=1; the space drops it before sm_80): run 746953c
   // measured every fast seed so, and this one won (bf16 layernorm

@@ -222,10 +222,18 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       std::vector<std::pair<double, Config>>& t = timed[pi];
       std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       std::vector<Candidate>& list = twins[cols];
-      for (size_t k = 0; k < t.size() && k < options.specialize; ++k) {
-        Candidate c{backend, RowReductionTemplate::specialize(t[k].second, cols)};
-        if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
-          list.push_back(c);
+      // The fastest, and the fastest whose cached row fits the length
+      // exactly: there the constant length removes the most (every guard,
+      // the fallback), and registers with them, which can reorder the field.
+      for (const bool exact_fit : {false, true}) {
+        size_t taken = 0;
+        for (size_t k = 0; k < t.size() && taken < options.specialize; ++k) {
+          if (exact_fit && RowReductionTemplate::cached_row(t[k].second) != cols) continue;
+          ++taken;
+          Candidate c{backend, RowReductionTemplate::specialize(t[k].second, cols)};
+          if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
+            list.push_back(c);
+        }
       }
     }
     for (const auto& [cols, list] : twins) {

@@ -48,7 +48,8 @@ struct TunerOptions {
   size_t budget = 24;            // candidates per backend (exhaustive when the space is smaller)
   size_t batch = 32;             // candidates built and measured together
   // Row reductions on a GPU: each timed row length's `specialize` fastest
-  // generic NVRTC schedules are built again for that length (`len`) and
+  // generic NVRTC schedules, and as many of the fastest whose cached row is
+  // exactly that long, are built again for that length (`len`) and
   // measured beside them; 0 turns it off.
   size_t specialize = 2;
   uint64_t seed = 1;

@@ -85,8 +85,8 @@ TEST(SelectVariant, RowLengthComesFirstForRowReductions) {
             std::string::npos);
 }
 
-// A variant compiled for one row length: taken for that length before the
-// generic winner of its bucket, never for another length.
+// A variant compiled for one row length: taken for that length before any
+// generic variant, never for another length.
 TEST(SelectVariant, ExactRowLengthVariantsServeTheirLengthOnly) {
   auto softmax = [](int64_t rows, int64_t cols) {
     return pick(90, rows * cols, 256, DType::kF32, "softmax", cols);
@@ -94,10 +94,12 @@ TEST(SelectVariant, ExactRowLengthVariantsServeTheirLengthOnly) {
   Selection s = softmax(4096, 16384);
   EXPECT_STREQ(s.variant->entry, "softmax_n26_len16384");
   EXPECT_STREQ(s.shape_step, "exact row length");
-  // Another row count of that length: still the nearest.
+  // Another row count of that length: still taken, before the generic
+  // winners of nearer element counts.
   s = softmax(1000, 16384);
   EXPECT_STREQ(s.variant->entry, "softmax_n26_len16384");
-  EXPECT_STREQ(s.shape_step, "nearest bucket");
+  EXPECT_STREQ(s.shape_step, "exact row length");
+  EXPECT_STREQ(softmax(2047, 16384).variant->entry, "softmax_n26_len16384");  // 2^25: r10's element count
   // The same bucket, another length: the generic winner.
   s = softmax(4096, 16383);
   EXPECT_STREQ(s.variant->entry, "softmax_n26_r14");

@@ -6,8 +6,8 @@
 //   shape: exact shape bucket -> nearest tuned bucket -> the generic variant
 //          (row reductions: the row length's bucket first, then the element
 //          count's; see fusekit/shape_bucket.h). A variant compiled for one
-//          row length is taken only for that length, and before a generic
-//          variant at the same distance.
+//          row length is taken only for that length, and before any generic
+//          variant (the nearest element count among several).
 //   alignment: a variant whose pointer alignment the call's pointers do not
 //          meet is skipped (the generic variant needs only element alignment)
 // Modules are loaded lazily, once per CUDA context, under a mutex; launches go
