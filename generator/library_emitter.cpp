@@ -120,20 +120,20 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
           if (Config::parse(best->params).get_or("len", 0) > 0)
             if (auto generic = db.best_generic(key)) winners.push_back(*generic);
           for (const TuningRecord& w : winners) {
-          Variant v;
-          v.cand = &cand;
-          v.dtype = dt;
-          if (!parse_shape_bucket(bucket, &v.bucket, &v.row_bucket))
-            throw UserError("record " + best->id + " has a malformed shape bucket '" + bucket +
-                            "'; expected e.g. 'n<=2^20' or 'n<=2^25 cols<=2^10'");
-          v.sm = arch.number();
-          v.schedule = w.params;
-          v.record_id = w.id;
-          v.gpu_name = w.gpu_name;
-          v.measured = w.status == RecordStatus::kOk;
-          any_measured |= v.measured;
-          batch.push_back({parse_backend(w.backend), Config::parse(w.params)});
-          arch_variants.push_back(std::move(v));
+            Variant v;
+            v.cand = &cand;
+            v.dtype = dt;
+            if (!parse_shape_bucket(bucket, &v.bucket, &v.row_bucket))
+              throw UserError("record " + w.id + " has a malformed shape bucket '" + bucket +
+                              "'; expected e.g. 'n<=2^20' or 'n<=2^25 cols<=2^10'");
+            v.sm = arch.number();
+            v.schedule = w.params;
+            v.record_id = w.id;
+            v.gpu_name = w.gpu_name;
+            v.measured = w.status == RecordStatus::kOk;
+            any_measured |= v.measured;
+            batch.push_back({parse_backend(w.backend), Config::parse(w.params)});
+            arch_variants.push_back(std::move(v));
           }
         }
         if (!any_measured)

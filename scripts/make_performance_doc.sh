@@ -33,9 +33,14 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run 66ed6e3+ "$r-b01c854-rows-records.jsonl" "$r-b01c854-rows-copy.jsonl" \
   --rows-run 66ed6e3+ "$r-c596d18-rows-records.jsonl" "$r-c596d18-rows-copy.jsonl" \
   --rows-run 66ed6e3+ "$r-746953c-rows-records.jsonl" "$r-746953c-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-4bb7884-a-rows-records.jsonl" "$r-4bb7884-a-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-4bb7884-b-rows-records.jsonl" "$r-4bb7884-b-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-610cf2d-rows-records.jsonl" "$r-610cf2d-rows-copy.jsonl" \
+  --rows-run 66ed6e3+ "$r-610cf2d-lnrms-records.jsonl" - \
+  --rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-rows-copy.jsonl" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -75,11 +80,24 @@ OPS=layernorm,add_layernorm,softmax BUDGET=38 TUNE_TIMEOUT=260 MEMCHECK_TIMEOUT=
                                                                                          # c596d18, 3 min 52 s
 OPS=layernorm,softmax,rmsnorm BUDGET=36 TEST_TIMEOUT=150 TUNE_TIMEOUT=190 MEMCHECK_TIMEOUT=30 (the rest as above)
                                                                                          # 746953c, 4 min 21 s
+OPS=layernorm,softmax,rmsnorm,add_layernorm DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc SIZES=8192x4096,4096x16384,1024x65536 \
+  TEST_TIMEOUT=200 TUNE_TIMEOUT=280 MEMCHECK_TIMEOUT=60 MEMCHECK_SIZES=3000x3001,9x65537,2000x4096 \
+  bash scripts/gpu_reduction_session.sh                                           # 4bb7884-a, 5 min 17 s
+SKIP_TESTS=1 OPS=log_softmax,add_rmsnorm,bias_add_softmax TUNE_TIMEOUT=260 (the rest as above)  # 4bb7884-b, 3 min
+SKIP_TESTS=1 SIZES=4096x16384 MEMCHECK_SIZES=3000x3001,7x16384 TUNE_TIMEOUT=260 (every op; the rest as above)
+                                                            # 610cf2d-rows, 4 min 34 s (tune cut at 260 s: 12 of 14)
+fusekit tune --arch sm_90 --pattern layernorm,rmsnorm --dtype bf16,f32 --backend nvrtc --budget 24 --specialize 6 \
+  --sizes 4096x16384        # 610cf2d-lnrms, the first step of the second peers call below (no copies of its own)
+SKIP_TESTS=1 DTYPES=bf16,f32 BUDGET=20 BACKENDS=nvrtc SIZES=32768x1024 TUNE_TIMEOUT=150 MEMCHECK_TIMEOUT=40 \
+  MEMCHECK_SIZES=3000x3001,7x1024 bash scripts/gpu_reduction_session.sh
+                                                         # 610cf2d-1k, 2 min 44 s (tune cut at 150 s: 10 of 14)
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
 # loaded ahead (wbatch); b01c854: onepass on re-reading rows; c596d18: the pair combine's cross-warp merge
-# fixed (a butterfly per warp); 746953c: L2 eviction policies on the loads (hint). Every schedule these runs name prints the same kernel in all the commits that
+# fixed (a butterfly per warp); 746953c: L2 eviction policies on the loads (hint); 4bb7884: kernels compiled for
+# one row length (len=L), the two fastest generic schedules per timed length specialized; 610cf2d: also the two
+# fastest exact fits, and a 1024-thread register seed (610cf2d-lnrms: the six and six fastest). Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
 # whose pair combine c596d18 replaced: those records are left out. The rest pool into one database: each
 # shape's winner is its best record of any of them." \
@@ -95,13 +113,22 @@ VERIFY_TIMEOUT=60 MEMCHECK_TIMEOUT=60 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scri
 #   fusekit verify --package (cubins up to 17 M elements: 126 checks, 0 failed; PTX: 84 checks, 0 failed);
 #   compute-sanitizer memcheck of verify --package up to 1.1 M elements (84 checks, 0 errors);
 #   python3 bench/profile_kernels.py calls; ncu --clock-control none --nvtx --nvtx-include fk/ ... ncu; merge" \
-  --peers d70bdfe "$r-d70bdfe-peers-peers.json" --plots img \
+  --peers 4bb7884+610cf2d "$r-4bb7884-peers-peers.json,$r-610cf2d-lnrms-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
-  --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \
-  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl \$R-d48ac76-rows-records.jsonl \$R-3b98f01-rows-records.jsonl \
-  \$R-f1af08a-rows-records.jsonl \$R-927c29e-rows-records.jsonl\"
-PEERS_TIMEOUT=470 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 bash scripts/gpu_peers_session.sh  # run d70bdfe, 6 min 22 s
+  --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200
+scripts/winners_jsonl.py \$R-4bb7884-winners.jsonl \$R-a11723e-records.jsonl \$R-a2a0ff6-64m-records.jsonl \
+  \$R-{66ed6e3,d48ac76,3b98f01,f1af08a,927c29e,d66b27f-norms,d66b27f-softmax,b01c854,c596d18,746953c,4bb7884-a,4bb7884-b}-rows-records.jsonl \
+  --exclude d66b27f onepass=1 --exclude b01c854 onepass=1     # 166 of 15162 records: what a package build reads
+RECORDS=\$R-4bb7884-winners.jsonl PEERS_TIMEOUT=470 VERIFY=1 VERIFY_TIMEOUT=45 MEMCHECK_TIMEOUT=50 \
+  bash scripts/gpu_peers_session.sh                                             # run 4bb7884, 4 min 45 s
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
 #   compiles torch.compile's 252 graphs in 8 processes and then times every op; then fusekit verify --package
-#   (126 checks, 0 failed) and its memcheck (84 checks, 0 errors)"
+#   (152 checks, 0 failed) and its memcheck (99 checks, 0 errors)
+# then, after layernorm and rmsnorm were tuned again (run 610cf2d-lnrms), in one device call:
+source scripts/device_env.sh; fusekit tune --arch sm_90 --pattern layernorm,rmsnorm --dtype bf16,f32 --backend nvrtc \
+  --budget 24 --specialize 6 --sizes 4096x16384 --db /tmp/t.db; fusekit db export --db /tmp/t.db \$OUT/records.jsonl
+scripts/winners_jsonl.py /tmp/w.jsonl \$R-4bb7884-winners.jsonl \$R-610cf2d-rows-records.jsonl \$OUT/records.jsonl
+RECORDS=/tmp/w.jsonl PEERS_TIMEOUT=200 PEERS_ARGS='--ops layernorm,rmsnorm' VERIFY=1 VERIFY_TIMEOUT=45 \
+  MEMCHECK_TIMEOUT=50 bash scripts/gpu_peers_session.sh                         # run 610cf2d, 3 min 27 s
+#   (verify --package: 153 checks, 0 failed; memcheck: 111 checks, 0 errors)"

@@ -223,7 +223,7 @@ def rows_section(w, a):
                     pooled[label][(r["pattern"], r["dtype"], r["shape"])].append(r)
                     if r["backend"] == "halide" and r["status"] == "ok":
                         halide_all[(r["pattern"], r["dtype"], r["shape"])].append(r["median_us"])
-        for l in open(copy_path):
+        for l in (open(copy_path) if copy_path != "-" else []):  # "-": the call measured no copies
             if l.strip():
                 c = json.loads(l)
                 copies[c["bytes"]].append(c["copy_gbps_median"])
@@ -389,13 +389,25 @@ def peers_section(w, label, path, command, doc, plots, notes=""):
     import math
     parts = [json.load(open(p)) for p in path.split(",")]
     data = parts[0]
-    res = [r for d in parts for r in d["results"]]
+    # A later call's result replaces an earlier call's for the same op, dtype and shape.
+    merged = collections.OrderedDict()
+    replaced = collections.OrderedDict()
+    for i, d in enumerate(parts):
+        for r in d["results"]:
+            key = (r["op"], r["dtype"], r["shape"])
+            if key in merged:
+                replaced[(r["op"], i)] = True
+            merged[key] = r
+    res = list(merged.values())
     impls = ["fusekit", "eager", "torchscript", "inductor", "inductor_max_autotune", "copy"]
     w("\n## Against PyTorch (run %s)\n" % label)
     w("%s, PyTorch %s; %s:\n" % (data["gpu"], data["torch"], "one process, one call" if len(parts) == 1 else
                                  "%d calls of %s s" % (len(parts), " + ".join("%.0f" % d.get("seconds", 0)
                                                                               for d in parts))))
     w("```\n%s\n```\n" % command)
+    if replaced:
+        w("The later calls' rows replace the first call's for: %s.\n" % ", ".join(
+            "%s (call %d)" % (op, i + 1) for op, i in replaced))
     for d in parts:
         pc = d.get("precompile")
         if pc and pc.get("workers"):

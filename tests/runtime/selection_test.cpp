@@ -41,6 +41,9 @@ Selection pick(int sm, int64_t n, int align = 256, DType dt = DType::kF32, const
   return s;
 }
 
+// softmax f32 on an sm_90 device, rows x cols, any alignment.
+Selection softmax(int64_t rows, int64_t cols) { return pick(90, rows * cols, 256, DType::kF32, "softmax", cols); }
+
 TEST(SelectVariant, ExactArchAndExactBucket) {
   Selection s = pick(90, 4096);
   EXPECT_STREQ(s.variant->entry, "sm90_b12");
@@ -60,9 +63,6 @@ TEST(SelectVariant, NearestTunedBucket) {
 // Row reductions: the row length's bucket decides before the element
 // count's; ops tuned without row lengths ignore it.
 TEST(SelectVariant, RowLengthComesFirstForRowReductions) {
-  auto softmax = [](int64_t rows, int64_t cols) {
-    return pick(90, rows * cols, 256, DType::kF32, "softmax", cols);
-  };
   Selection s = softmax(32768, 1024);
   EXPECT_STREQ(s.variant->entry, "softmax_n25_r10");
   EXPECT_STREQ(s.shape_step, "exact bucket");
@@ -88,9 +88,6 @@ TEST(SelectVariant, RowLengthComesFirstForRowReductions) {
 // A variant compiled for one row length: taken for that length before any
 // generic variant, never for another length.
 TEST(SelectVariant, ExactRowLengthVariantsServeTheirLengthOnly) {
-  auto softmax = [](int64_t rows, int64_t cols) {
-    return pick(90, rows * cols, 256, DType::kF32, "softmax", cols);
-  };
   Selection s = softmax(4096, 16384);
   EXPECT_STREQ(s.variant->entry, "softmax_n26_len16384");
   EXPECT_STREQ(s.shape_step, "exact row length");
