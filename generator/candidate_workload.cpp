@@ -154,6 +154,8 @@ class KernelBuilder final : public Builder {
         r.artifact.image_kind = ImageKind::kCubin;
         r.artifact.image = std::move(nv.cubin);
         r.artifact.target_sm = arch_.arch.number();
+        r.artifact.registers = std::max(0, nv.registers);
+        r.artifact.static_shared_bytes = std::max(0, nv.static_shared_bytes);
       } else {
         // Halide's LLVM can abort the process (e.g. on some bf16 code), so
         // it runs in a child process.

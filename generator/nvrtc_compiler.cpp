@@ -2,12 +2,35 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <vector>
 
 namespace fusekit {
 
 namespace {
+
+// The number before `unit` on the last line of `log` that has it, e.g.
+// "ptxas info    : Used 56 registers, used 1 barriers, 128 bytes smem".
+int last_count_before(const std::string& log, const std::string& unit) {
+  int value = -1;
+  for (size_t at = log.find(unit); at != std::string::npos; at = log.find(unit, at + 1)) {
+    size_t begin = at;
+    while (begin > 0 && log[begin - 1] == ' ') --begin;
+    size_t digits = begin;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(log[digits - 1]))) --digits;
+    if (digits < begin) value = std::stoi(log.substr(digits, begin - digits));
+  }
+  return value;
+}
+
+void read_ptxas_report(const std::string& log, NvrtcResult* out) {
+  out->registers = last_count_before(log, "registers");
+  if (out->registers < 0) return;  // no report: leave the rest unknown too
+  out->static_shared_bytes = std::max(0, last_count_before(log, "bytes smem"));
+  out->spill_store_bytes = std::max(0, last_count_before(log, "bytes spill stores"));
+}
 
 NvrtcResult compile(const std::string& source, const std::string& name, const std::string& gpu, bool fast_math,
                     bool ptx) {
@@ -19,6 +42,7 @@ NvrtcResult compile(const std::string& source, const std::string& name, const st
     return out;
   }
   std::vector<const char*> opts = {gpu.c_str(), "-std=c++17", "--extra-device-vectorization"};
+  if (!ptx) opts.push_back("--ptxas-options=-v");  // registers, shared memory, spills into the log
   if (fast_math) {
     opts.push_back("--use_fast_math");
     opts.push_back("-DFK_FAST=1");
@@ -49,6 +73,7 @@ NvrtcResult compile(const std::string& source, const std::string& name, const st
   } else {
     if (ptx) while (!out.cubin.empty() && out.cubin.back() == '\0') out.cubin.pop_back();
     out.ok = true;
+    if (!ptx) read_ptxas_report(out.log, &out);
   }
   nvrtcDestroyProgram(&prog);
   return out;

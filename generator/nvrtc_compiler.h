@@ -11,7 +11,12 @@ namespace fusekit {
 struct NvrtcResult {
   bool ok = false;
   std::string cubin;  // ELF image (PTX text from compile_cuda_to_ptx)
-  std::string log;    // compiler log (errors and warnings)
+  std::string log;    // compiler log (errors, warnings; for a cubin also ptxas's -v lines)
+  // From ptxas's report of a cubin's kernel (the last one when the source
+  // has several); -1 when not reported (PTX, or a failed compile).
+  int registers = -1;            // per thread
+  int static_shared_bytes = -1;  // __shared__ arrays (dynamic shared memory comes on top)
+  int spill_store_bytes = -1;
 };
 
 // `name` is used in diagnostics. Never throws for a compile error: the

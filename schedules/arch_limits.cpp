@@ -1,5 +1,7 @@
 #include "schedules/arch_limits.h"
 
+#include <algorithm>
+
 #include "common/errors.h"
 
 namespace fusekit {
@@ -28,6 +30,26 @@ const ArchLimits* find_arch_limits(const Arch& arch) {
   for (const auto& a : known_arch_limits())
     if (a.arch == arch) return &a;
   return nullptr;
+}
+
+int resident_warps_per_sm(const ArchLimits& arch, int threads, int registers, int shared_bytes) {
+  if (threads < 1 || threads > arch.max_threads_per_block) return 0;
+  const int warps = (threads + 31) / 32;
+  int blocks = std::min(arch.max_blocks_per_sm, arch.max_threads_per_sm / (warps * 32));
+  if (registers > 0) {
+    if (registers > arch.max_registers_per_thread) return 0;
+    const int per_warp = (registers * 32 + 255) / 256 * 256;
+    blocks = std::min(blocks, arch.registers_per_sm / per_warp / warps);
+  }
+  if (shared_bytes > 0) {
+    // The SM's shared memory is the per-block opt-in maximum plus one
+    // reserved KiB from sm_80 on (A100: 163 + 1 KiB, sm_86/89: 99 + 1,
+    // H100: 227 + 1).
+    const int reserve = arch.arch.number() >= 80 ? 1024 : 0;
+    if (shared_bytes > arch.max_shared_per_block) return 0;
+    blocks = std::min(blocks, (arch.max_shared_per_block + reserve) / (shared_bytes + reserve));
+  }
+  return blocks * warps;
 }
 
 const ArchLimits& require_arch(const std::string& text) {

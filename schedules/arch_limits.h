@@ -36,4 +36,10 @@ const ArchLimits& require_arch(const std::string& text);
 // nullptr when the arch is not in the table.
 const ArchLimits* find_arch_limits(const Arch& arch);
 
+// Warps of blocks of `threads` threads that fit on one SM at once, by
+// threads, blocks, registers (allocated per warp in units of 256; <= 0:
+// unknown, not a limit) and shared memory (static plus dynamic bytes per
+// block, each block also reserving 1 KiB from sm_80 on).
+int resident_warps_per_sm(const ArchLimits& arch, int threads, int registers, int shared_bytes);
+
 }  // namespace fusekit

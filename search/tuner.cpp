@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "fusekit/shape_bucket.h"
+#include "schedules/row_reduction_template.h"
 
 namespace fusekit {
 namespace {
@@ -12,6 +13,12 @@ namespace {
 // Rows of the shape a specialized schedule is verified on: odd, so no
 // rows-per-block or persistent grid divides it.
 constexpr int64_t kSpecializedVerifyRows = 37;
+
+int resident_warps(const ArchLimits& arch, const KernelArtifact& a) {
+  if (a.registers <= 0) return 0;
+  return resident_warps_per_sm(arch, a.block[0] * a.block[1] * a.block[2], a.registers,
+                               a.shared_bytes + a.static_shared_bytes);
+}
 
 }  // namespace
 
@@ -34,6 +41,34 @@ std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const 
         taken[order[rank]] = true;
         out.push_back(space[order[rank]]);
       }
+  return out;
+}
+
+std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& timed, int64_t cols, size_t n,
+                                            const std::vector<int>& specialized_warps) {
+  std::vector<size_t> out;
+  auto take = [&](size_t k) {
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  };
+  // The fastest.
+  for (size_t k = 0; k < timed.size() && k < n; ++k) take(k);
+  // The fastest exact fits: there the constant length removes the most
+  // (every guard, the fallback), and registers with them.
+  for (size_t k = 0, fits = 0; k < timed.size() && fits < n; ++k)
+    if (RowReductionTemplate::cached_row(timed[k].config) == cols) {
+      take(k);
+      ++fits;
+    }
+  // The fastest that the constant length lets an SM hold more of: a
+  // generic kernel held back by its registers ranks too low for the lists
+  // above (bf16 layernorm 4096x16384's winner, 74 registers generic and 58
+  // specialized: generic, it ranked third and fifth in two runs, behind
+  // schedules that were both the fastest and the fastest exact fits).
+  for (size_t k = 0, gains = 0; k < timed.size() && k < 4 * n && k < specialized_warps.size() && gains < n; ++k)
+    if (timed[k].resident_warps > 0 && specialized_warps[k] > timed[k].resident_warps) {
+      take(k);
+      ++gains;
+    }
   return out;
 }
 
@@ -83,7 +118,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
   // candidate on each problem it can run and commits every outcome. Adds
   // each verified time to `timed` (per problem) when given.
   auto run_batch = [&](Backend backend, const std::vector<Candidate>& batch, const Problem& verify,
-                       std::vector<std::vector<std::pair<double, Config>>>* timed) {
+                       std::vector<std::vector<TimedSchedule>>* timed) {
     std::vector<BuildResult> built = task.builder->build(batch);
     std::vector<TuningRecord> records;
     std::vector<MeasureResult> batch_results(batch.size());
@@ -150,7 +185,8 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
         if (m.status == RecordStatus::kOk) ++summary.measured;
         else if (m.status == RecordStatus::kModeled) ++summary.modeled;
         else ++summary.failed;
-        if (timed && m.status == RecordStatus::kOk) (*timed)[pi].push_back({m.median_us, batch[run[k]].config});
+        if (timed && m.status == RecordStatus::kOk)
+          (*timed)[pi].push_back({m.median_us, batch[run[k]].config, resident_warps(arch, built[run[k]].artifact)});
         records.push_back(r);
         batch_results[run[k]] = m;
       }
@@ -193,7 +229,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
                                                       (budget - seeds_taken) / 2);
     auto stop = make_count_stop(budget);
     // Per timed problem, the verified generic schedules and their times.
-    std::vector<std::vector<std::pair<double, Config>>> timed(problems.size());
+    std::vector<std::vector<TimedSchedule>> timed(problems.size());
     size_t done = 0;
     while (!stop->is_fulfilled()) {
       std::vector<Candidate> batch = strategy->next_batch(options.batch);
@@ -219,21 +255,21 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     std::map<int64_t, std::vector<Candidate>> twins;  // row length -> schedules
     for (size_t pi = 0; pi < problems.size(); ++pi) {
       const int64_t cols = problems[pi].domain.front();
-      std::vector<std::pair<double, Config>>& t = timed[pi];
-      std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<TimedSchedule>& t = timed[pi];
+      std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
+      // The 4N fastest built for the length (in parallel, on the CPU), to
+      // see which hold more warps per SM so.
+      std::vector<Candidate> scan;
+      for (size_t k = 0; k < t.size() && k < 4 * options.specialize; ++k)
+        scan.push_back({backend, RowReductionTemplate::specialize(t[k].config, cols)});
+      const std::vector<BuildResult> built = task.builder->build(scan);
+      std::vector<int> warps;
+      for (const BuildResult& b : built) warps.push_back(b.ok ? resident_warps(arch, b.artifact) : 0);
       std::vector<Candidate>& list = twins[cols];
-      // The fastest, and the fastest whose cached row fits the length
-      // exactly: there the constant length removes the most (every guard,
-      // the fallback), and registers with them, which can reorder the field.
-      for (const bool exact_fit : {false, true}) {
-        size_t taken = 0;
-        for (size_t k = 0; k < t.size() && taken < options.specialize; ++k) {
-          if (exact_fit && RowReductionTemplate::cached_row(t[k].second) != cols) continue;
-          ++taken;
-          Candidate c{backend, RowReductionTemplate::specialize(t[k].second, cols)};
-          if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
-            list.push_back(c);
-        }
+      for (size_t k : schedules_to_specialize(t, cols, options.specialize, warps)) {
+        const Candidate c{backend, RowReductionTemplate::specialize(t[k].config, cols)};
+        if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
+          list.push_back(c);  // two problems of one row length
       }
     }
     for (const auto& [cols, list] : twins) {

@@ -35,6 +35,23 @@ std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const 
 // row reductions also the row length's (see fusekit/shape_bucket.h).
 std::string problem_bucket(TemplateKind kind, const Problem& problem);
 
+// A verified generic schedule's time on one problem, and how many of its
+// warps an SM holds at once (ptxas's registers; 0 when unknown).
+struct TimedSchedule {
+  double us = 0;
+  Config config;
+  int resident_warps = 0;
+};
+
+// Which of one row length's timed generic schedules (`timed`, fastest
+// first) to build again for that length: the `n` fastest, the `n` fastest
+// whose cached row is exactly `cols` long, and of the 4n fastest the `n`
+// fastest whose build for the length holds more warps per SM
+// (`specialized_warps[k]` for timed[k], k < 4n; 0 when unknown). Indices
+// into `timed`, each once, in that order.
+std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& timed, int64_t cols, size_t n,
+                                            const std::vector<int>& specialized_warps);
+
 // Versions and host name stamped on every record.
 struct Provenance {
   std::string fusekit_version;
@@ -48,9 +65,11 @@ struct TunerOptions {
   size_t budget = 24;            // candidates per backend (exhaustive when the space is smaller)
   size_t batch = 32;             // candidates built and measured together
   // Row reductions on a GPU: each timed row length's `specialize` fastest
-  // generic NVRTC schedules, and as many of the fastest whose cached row is
-  // exactly that long, are built again for that length (`len`) and
-  // measured beside them; 0 turns it off.
+  // generic NVRTC schedules, as many of the fastest whose cached row is
+  // exactly that long, and as many of the 4 * `specialize` fastest whose
+  // build for that length fits more warps per SM (ptxas registers), are
+  // built again for that length (`len`) and measured beside them; 0 turns
+  // it off.
   size_t specialize = 2;
   uint64_t seed = 1;
   MeasureOptions measure;

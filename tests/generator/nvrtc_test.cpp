@@ -47,6 +47,27 @@ TEST(Nvrtc, CompileErrorCarriesTheLog) {
   EXPECT_NE(r.log.find("undefined_thing"), std::string::npos) << r.log;
 }
 
+// ptxas's report of a cubin: registers, static shared memory, spills.
+TEST(Nvrtc, ReportsRegistersAndSharedMemory) {
+  const char* src =
+      "extern \"C\" __global__ void k(float* p) {\n"
+      "  __shared__ float s[256];\n"
+      "  s[threadIdx.x] = p[threadIdx.x];\n"
+      "  __syncthreads();\n"
+      "  p[threadIdx.x] = s[255 - threadIdx.x] * 2.0f;\n"
+      "}\n";
+  NvrtcResult r = compile_cuda_to_cubin(src, "k", Arch{9, 0});
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_GT(r.registers, 0) << r.log;
+  EXPECT_LT(r.registers, 32) << r.log;
+  EXPECT_EQ(r.static_shared_bytes, 1024) << r.log;
+  EXPECT_EQ(r.spill_store_bytes, 0) << r.log;
+  // PTX has no ptxas report.
+  NvrtcResult ptx = compile_cuda_to_ptx(src, "k", Arch{7, 5});
+  ASSERT_TRUE(ptx.ok) << ptx.log;
+  EXPECT_EQ(ptx.registers, -1);
+}
+
 TEST(Nvrtc, CubinSmRejectsNonElf) {
   EXPECT_EQ(cubin_sm("//\n.version 7.0\n"), 0);
   EXPECT_EQ(cubin_sm(""), 0);

@@ -161,13 +161,33 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
     std::vector<TuningRecord> g = generic[shape];
     std::stable_sort(g.begin(), g.end(), [](const auto& a, const auto& b) { return a.median_us < b.median_us; });
     ASSERT_GE(g.size(), 2u);
-    // The two fastest, and the two fastest whose cached row is the length.
+    // The two fastest, the two fastest whose cached row is the length, and
+    // of the eight fastest the first two that fit more warps per SM when
+    // built for the length (ptxas's registers, through the real builder).
     std::vector<Config> expected;
+    auto expect = [&](const Config& c) {
+      if (std::find(expected.begin(), expected.end(), c) == expected.end()) expected.push_back(c);
+    };
     size_t fits = 0;
     for (size_t k = 0; k < g.size(); ++k) {
       const Config c = Config::parse(g[k].params);
       const bool fit = RowReductionTemplate::cached_row(c) == cols && fits++ < 2;
-      if (k < 2 || fit) expected.push_back(c);
+      if (k < 2 || fit) expect(c);
+    }
+    auto warps = [&](const KernelArtifact& a) {
+      return resident_warps_per_sm(t.arch, a.block[0] * a.block[1], a.registers, a.shared_bytes + a.static_shared_bytes);
+    };
+    size_t gainers = 0;
+    for (size_t k = 0; k < g.size() && k < 8 && gainers < 2; ++k) {
+      const Config c = Config::parse(g[k].params);
+      const std::vector<BuildResult> b = t.builder->build(
+          {{Backend::kNvrtc, c}, {Backend::kNvrtc, RowReductionTemplate::specialize(c, cols)}});
+      ASSERT_TRUE(b[0].ok && b[1].ok) << b[0].error << b[1].error;
+      ASSERT_GT(b[0].artifact.registers, 0);
+      if (warps(b[1].artifact) > warps(b[0].artifact)) {
+        expect(c);
+        ++gainers;
+      }
     }
     EXPECT_EQ(fixed[shape].size(), expected.size());
     exact_fits_beyond_the_fastest += expected.size() > 2;
@@ -196,6 +216,35 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
   opt.specialize = 0;
   off.run(opt);
   for (const auto& r : off.db->all()) EXPECT_EQ(Config::parse(r.params).get_or("len", 0), 0) << r.params;
+}
+
+// The choice itself: the fastest, the fastest exact fits, and the fastest
+// of the 4n that hold more warps per SM when built for the length.
+TEST(Tuner, SpecializesTheFastestTheExactFitsAndWhatGainsWarps) {
+  auto at = [](const char* params, int warps) { return TimedSchedule{0, Config::parse(params), warps}; };
+  const std::vector<TimedSchedule> timed = {
+      at("cache=4 rows=1 split=1 threads=128 vec=4", 32),  // rows of 2048 cached
+      at("cache=2 rows=1 split=1 threads=256 vec=4", 32),
+      at("cache=4 rows=1 split=1 threads=256 vec=4", 32),  // exact fits of 4096 from here
+      at("cache=2 rows=1 split=1 threads=512 vec=4", 32),
+      at("cache=1 rows=1 split=1 threads=1024 vec=4", 32),
+      at("cache=8 rows=1 split=1 threads=64 vec=8", 24),  // 4096 too, bf16-like
+      at("cache=1 rows=1 split=1 threads=256 vec=4", 0),  // registers unknown
+      at("cache=2 rows=1 split=1 threads=64 vec=4", 16),
+      at("cache=2 rows=1 split=1 threads=32 vec=4", 8),   // beyond 4n
+  };
+  //                                 0   1   2   3   4   5   6   7   8
+  const std::vector<int> specialized = {48, 32, 32, 32, 64, 32, 64, 32, 64};
+  // 0, 1 the fastest; 2, 3 the fastest exact fits; the two fastest that
+  // gain warps are 0 (already taken) and 4; 5 would be a third, 6 is
+  // unknown, 8 lies beyond 4n.
+  EXPECT_EQ(schedules_to_specialize(timed, 4096, 2, specialized), (std::vector<size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(schedules_to_specialize(timed, 4096, 1, specialized), (std::vector<size_t>{0, 2}));
+  EXPECT_TRUE(schedules_to_specialize(timed, 4096, 0, specialized).empty());
+  // Without registers (PTX, or a failed build) only the first two lists.
+  EXPECT_EQ(schedules_to_specialize(timed, 4096, 2, {}), (std::vector<size_t>{0, 1, 2, 3}));
+  // Another length: no exact fit, and no gain.
+  EXPECT_EQ(schedules_to_specialize(timed, 1000, 2, {32, 32, 32, 32, 32, 24, 0, 16}), (std::vector<size_t>{0, 1}));
 }
 
 // Without a GPU nothing is specialized: the model cannot tell the kernels apart.

@@ -54,6 +54,10 @@ struct KernelArtifact {
   // > 0: compiled for an innermost extent (a row reduction's row) of exactly
   // this length; prepare_launch refuses any other. 0: any length.
   int64_t row_length = 0;
+  // What ptxas reported for an NVRTC cubin (0: unknown): registers per
+  // thread and static shared memory per block, for residency estimates.
+  int registers = 0;
+  int static_shared_bytes = 0;
   std::string source;           // CUDA C (nvrtc) or PTX (halide), for humans
 };
 
