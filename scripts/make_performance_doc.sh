@@ -5,6 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 r=bench/results/2026-11-30-h200
 py=${PYTHON:-$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)}
+# The row runs pooled under 66ed6e3+, each with its records and its copies.
+pooled=()
+for run in 66ed6e3 d48ac76 3b98f01 f1af08a 927c29e d66b27f-norms d66b27f-softmax b01c854 c596d18 746953c \
+  4bb7884-a 4bb7884-b 610cf2d; do
+  pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl" "$r-$run-rows-copy.jsonl")
+done
+pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-lnrms-records.jsonl" -)  # no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-rows-copy.jsonl")
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -23,21 +31,7 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
 #   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
   --rows-run bb06126+4817c18 "$r-bb06126-rows-records.jsonl" "$r-bb06126-rows-copy.jsonl" \
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-66ed6e3-rows-records.jsonl" "$r-66ed6e3-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-d48ac76-rows-records.jsonl" "$r-d48ac76-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-3b98f01-rows-records.jsonl" "$r-3b98f01-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-f1af08a-rows-records.jsonl" "$r-f1af08a-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-927c29e-rows-records.jsonl" "$r-927c29e-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-d66b27f-norms-rows-records.jsonl" "$r-d66b27f-norms-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-d66b27f-softmax-rows-records.jsonl" "$r-d66b27f-softmax-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-b01c854-rows-records.jsonl" "$r-b01c854-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-c596d18-rows-records.jsonl" "$r-c596d18-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-746953c-rows-records.jsonl" "$r-746953c-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-4bb7884-a-rows-records.jsonl" "$r-4bb7884-a-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-4bb7884-b-rows-records.jsonl" "$r-4bb7884-b-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-610cf2d-rows-records.jsonl" "$r-610cf2d-rows-copy.jsonl" \
-  --rows-run 66ed6e3+ "$r-610cf2d-lnrms-records.jsonl" - \
-  --rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-rows-copy.jsonl" \
+  "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
   --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json" \
   --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt" \

@@ -114,12 +114,11 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
   for (const auto& d : task.domains) problems.push_back(wl.problem(d));
   const Problem verify_problem = wl.problem(task.verify_domain);
 
-  // Builds a batch, verifies it on `verify` (GPU only), times every
-  // candidate on each problem it can run and commits every outcome. Adds
-  // each verified time to `timed` (per problem) when given.
-  auto run_batch = [&](Backend backend, const std::vector<Candidate>& batch, const Problem& verify,
-                       std::vector<std::vector<TimedSchedule>>* timed) {
-    std::vector<BuildResult> built = task.builder->build(batch);
+  // Verifies a built batch on `verify` (GPU only), times every candidate
+  // on each problem it can run and commits every outcome. Adds each
+  // verified time to `timed` (per problem) when given.
+  auto run_batch = [&](Backend backend, const std::vector<Candidate>& batch, const std::vector<BuildResult>& built,
+                       const Problem& verify, std::vector<std::vector<TimedSchedule>>* timed) {
     std::vector<TuningRecord> records;
     std::vector<MeasureResult> batch_results(batch.size());
     // Candidates still in the running, as measurer inputs.
@@ -234,7 +233,8 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     while (!stop->is_fulfilled()) {
       std::vector<Candidate> batch = strategy->next_batch(options.batch);
       if (batch.empty()) break;
-      std::vector<MeasureResult> batch_results = run_batch(backend, batch, verify_problem, &timed);
+      std::vector<MeasureResult> batch_results =
+          run_batch(backend, batch, task.builder->build(batch), verify_problem, &timed);
       strategy->notify(batch, batch_results);
       stop->update(batch_results);
       done += batch.size();
@@ -252,35 +252,47 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     if (task.kind != TemplateKind::kRowReduction || backend != Backend::kNvrtc || !dev.measured ||
         options.specialize == 0)
       continue;
-    std::map<int64_t, std::vector<Candidate>> twins;  // row length -> schedules
+    // Row length -> the schedules built for it, and their builds.
+    std::map<int64_t, std::pair<std::vector<Candidate>, std::vector<BuildResult>>> twins;
     for (size_t pi = 0; pi < problems.size(); ++pi) {
       const int64_t cols = problems[pi].domain.front();
       std::vector<TimedSchedule>& t = timed[pi];
       std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
       // The 4N fastest built for the length (in parallel, on the CPU), to
-      // see which hold more warps per SM so.
+      // see which hold more warps per SM so; the picked ones keep their build.
       std::vector<Candidate> scan;
       for (size_t k = 0; k < t.size() && k < 4 * options.specialize; ++k)
         scan.push_back({backend, RowReductionTemplate::specialize(t[k].config, cols)});
-      const std::vector<BuildResult> built = task.builder->build(scan);
+      std::vector<BuildResult> built = task.builder->build(scan);
       std::vector<int> warps;
       for (const BuildResult& b : built) warps.push_back(b.ok ? resident_warps(arch, b.artifact) : 0);
-      std::vector<Candidate>& list = twins[cols];
+      auto& [list, builds] = twins[cols];
+      std::vector<Candidate> unbuilt;  // exact fits slower than the 4N fastest
       for (size_t k : schedules_to_specialize(t, cols, options.specialize, warps)) {
         const Candidate c{backend, RowReductionTemplate::specialize(t[k].config, cols)};
-        if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
-          list.push_back(c);  // two problems of one row length
+        if (std::any_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
+          continue;  // two problems of one row length
+        if (k < built.size()) {
+          list.push_back(c);
+          builds.push_back(std::move(built[k]));
+        } else {
+          unbuilt.push_back(c);
+        }
       }
+      std::vector<BuildResult> rest = task.builder->build(unbuilt);
+      list.insert(list.end(), unbuilt.begin(), unbuilt.end());
+      for (BuildResult& b : rest) builds.push_back(std::move(b));
     }
-    for (const auto& [cols, list] : twins) {
-      if (list.empty()) continue;
+    for (const auto& [cols, twin] : twins) {
+      if (twin.first.empty()) continue;
       std::vector<int64_t> rows_of_it(problems.front().domain.size(), 1);
       rows_of_it.front() = cols;
       rows_of_it.back() = kSpecializedVerifyRows;
-      run_batch(backend, list, wl.problem(rows_of_it), nullptr);
+      run_batch(backend, twin.first, twin.second, wl.problem(rows_of_it), nullptr);
       if (options.progress)
         options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " " + backend_name(backend) + ": " +
-                         std::to_string(list.size()) + " schedules specialized for rows of " + std::to_string(cols));
+                         std::to_string(twin.first.size()) + " schedules specialized for rows of " +
+                         std::to_string(cols));
     }
   }
   return summary;

@@ -43,6 +43,16 @@ std::string row_source(const std::string& pattern, DType dtype, const std::strin
   return print_row_reduction_kernel(c, instantiate(c, dtype), Config::parse(config), "k").source;
 }
 
+// The launch shape of layernorm's rows x cols: x, a weight and a bias of
+// cols, one output.
+LaunchShape layernorm_shape(int64_t rows, int64_t cols) {
+  LaunchShape shape;
+  shape.domain = {cols, rows};
+  shape.inputs = {shape.domain, {cols}, {cols}};
+  shape.outputs = {shape.domain};
+  return shape;
+}
+
 // How often `what` occurs in `s`.
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
@@ -337,10 +347,7 @@ TEST(RowReductionPrinter, SpecializedRowsFoldTheRowLength) {
   EXPECT_EQ(count(k.source, "const long long rows, const int)"), 1u);
   ASSERT_EQ(k.launch.params.size(), g.launch.params.size());
   EXPECT_EQ(k.launch.params.back().expr.to_string(), "d0");
-  LaunchShape shape;
-  shape.domain = {16384, 5};
-  shape.inputs = {shape.domain, {16384}, {16384}};
-  shape.outputs = {shape.domain};
+  LaunchShape shape = layernorm_shape(5, 16384);
   PreparedLaunch prepared;
   EXPECT_TRUE(prepare_launch(k.launch, shape, &prepared).ok());
   shape.domain = {4096, 5};
@@ -719,10 +726,7 @@ TEST(RowReductionPrinter, SplitRowsUseAClusterOfBlocks) {
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("fk_cluster_wait();\n    return;"), std::string::npos);
-  LaunchShape shape;
-  shape.domain = {65536, 1000};
-  shape.inputs = {shape.domain, {65536}, {65536}};
-  shape.outputs = {shape.domain};
+  const LaunchShape shape = layernorm_shape(1000, 65536);
   PreparedLaunch prepared;
   ASSERT_TRUE(prepare_launch(k.launch, shape, &prepared).ok());
   EXPECT_EQ(prepared.grid[0], 8000u);  // 8 blocks per row
