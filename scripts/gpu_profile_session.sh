@@ -4,7 +4,8 @@
 # the profiling figures of every op (bench/profile_kernels.py: wall time per
 # call, CUDA events, Nsight Compute). Expects .device/ from
 # scripts/prepare_device.sh (REUSE_PACKAGE=1: a package an earlier step of
-# the same call left in /tmp/pkg). Writes at most 8 files under $OUT.
+# the same call left in /tmp/pkg; SKIP_VERIFY=1: no verify and memcheck, e.g.
+# after gpu_peers_session.sh with VERIFY=1). Writes at most 8 files under $OUT.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 pkg=/tmp/pkg
@@ -21,15 +22,17 @@ else
   echo "build rc=$?" | tee -a "$log"
 fi
 
-step every kernel of the package against the CPU reference, cubins then PTX
-{ package_verify "$pkg" verify ${VERIFY_TIMEOUT:-150} ${VERIFY_MAX:-17000000}
-  FUSEKIT_PTX_ONLY=1 package_verify "$pkg" "verify ptx" ${VERIFY_TIMEOUT:-150} 1100000; } >"$out/verify_package.txt" 2>&1
-grep "rc=\|checks" "$out/verify_package.txt" | tee -a "$log"
+if [ -z "${SKIP_VERIFY:-}" ]; then
+  step every kernel of the package against the CPU reference, cubins then PTX
+  { package_verify "$pkg" verify ${VERIFY_TIMEOUT:-150} ${VERIFY_MAX:-17000000}
+    FUSEKIT_PTX_ONLY=1 package_verify "$pkg" "verify ptx" ${VERIFY_TIMEOUT:-150} 1100000; } >"$out/verify_package.txt" 2>&1
+  grep "rc=\|checks" "$out/verify_package.txt" | tee -a "$log"
 
-step memcheck of the package up to 1 M elements
-package_verify "$pkg" memcheck ${MEMCHECK_TIMEOUT:-150} 1100000 "${memcheck[@]}" >"$out/memcheck.txt" 2>&1
-grep "memcheck rc=" "$out/memcheck.txt" | tee -a "$log"
-grep "ERROR SUMMARY\|checks" "$out/memcheck.txt" | tee -a "$log"
+  step memcheck of the package up to 1 M elements
+  package_verify "$pkg" memcheck ${MEMCHECK_TIMEOUT:-150} 1100000 "${memcheck[@]}" >"$out/memcheck.txt" 2>&1
+  grep "memcheck rc=" "$out/memcheck.txt" | tee -a "$log"
+  grep "ERROR SUMMARY\|checks" "$out/memcheck.txt" | tee -a "$log"
+fi
 
 step wall time per call and CUDA events
 timeout ${CALLS_TIMEOUT:-150} python3 bench/profile_kernels.py calls --package "$pkg" --out "$out/calls.json" >>"$log" 2>&1

@@ -2,7 +2,8 @@
 """Keeps, of tuning records in JSON lines, those a package build reads: per
 (pipeline, dtype, shape bucket, arch), the fastest verified record and, where
 that one is compiled for one row length (`len=`), the fastest generic one
-(TuneDb::best and best_generic). Records pooled from several runs shrink to
+(TuneDb::best and best_generic; a schedule timed in several runs ranks by the
+median of its records, and that record is kept). Records pooled from several runs shrink to
 what `fusekit build` would take from their union, e.g. to carry them to a GPU
 machine.
 
@@ -16,9 +17,21 @@ import json
 import sys
 
 
-def rank(r):
-    # As SqliteStore::best: measured before modeled, then the median.
-    return (r["status"] != "ok", r["median_us"])
+def pick(records):
+    """As SqliteStore::best: measured before modeled; a measured schedule
+    (backend, shape, params) ranks by the median of its records (the lower
+    middle), ties to the one measured more often, then to the older record;
+    its median record is returned."""
+    order = sorted(records, key=lambda r: (r["status"] != "ok", r["median_us"], r["timestamp"]))
+    if order[0]["status"] != "ok":
+        return order[0]
+    schedules = {}
+    for r in order:
+        if r["status"] == "ok":
+            schedules.setdefault((r["backend"], r["shape"], r["params"]), []).append(r)
+    position = {id(r): i for i, r in enumerate(order)}
+    medians = [(rs[(len(rs) - 1) // 2], len(rs)) for rs in schedules.values()]
+    return min(medians, key=lambda m: (m[0]["median_us"], -m[1], position[id(m[0])]))[0]
 
 
 def main():
@@ -27,8 +40,8 @@ def main():
     ap.add_argument("inputs", nargs="+")
     ap.add_argument("--exclude", nargs=2, action="append", default=[], metavar=("FILE_PART", "PARAM"))
     a = ap.parse_args()
-    best, generic = {}, {}
-    read = 0
+    pools, generic_pools = {}, {}
+    read, seen = 0, set()
     for path in a.inputs:
         with open(path) as f:
             for n, line in enumerate(f, 1):
@@ -42,23 +55,25 @@ def main():
                 tokens = r["params"].split()
                 if any(part in path and param in tokens for part, param in a.exclude):
                     continue
-                if r["status"] not in ("ok", "modeled"):
+                # A database holds a record once (ids dedupe imports).
+                if r["status"] not in ("ok", "modeled") or r["id"] in seen:
                     continue
+                seen.add(r["id"])
                 key = (r["pipeline_hash"], r["dtype"], r["shape_bucket"], r["arch"])
-                if key not in best or rank(r) < rank(best[key]):
-                    best[key] = r
+                pools.setdefault(key, []).append(r)
                 if not any(t.startswith("len=") for t in tokens):
-                    if key not in generic or rank(r) < rank(generic[key]):
-                        generic[key] = r
+                    generic_pools.setdefault(key, []).append(r)
     kept = {}
-    for key, r in best.items():
-        kept[r["id"]] = r
-        if key in generic:
-            kept[generic[key]["id"]] = generic[key]
+    for key, records in pools.items():
+        best = pick(records)
+        kept[best["id"]] = best
+        if key in generic_pools and any(t.startswith("len=") for t in best["params"].split()):
+            generic = pick(generic_pools[key])
+            kept[generic["id"]] = generic
     with open(a.out, "w") as f:
         for r in kept.values():
             f.write(json.dumps(r) + "\n")
-    print(f"{len(kept)} of {read} records kept ({len(best)} keys) in {a.out}")
+    print(f"{len(kept)} of {read} records kept ({len(pools)} keys) in {a.out}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 #include "common/errors.h"
 #include "tunedb/tune_db.h"
@@ -162,14 +164,37 @@ class SqliteStore final : public TuneDb {
     }
   }
 
+  // The verified schedules of a key compete by the median of their records
+  // (runs pooled by `db import`, a schedule timed again in a later tune): a
+  // schedule's one lucky run must not outrank another's steady time. The
+  // record returned is the schedule's median one (the lower middle of an
+  // even count). Modeled records answer only where nothing was measured.
   std::optional<TuningRecord> best_where(const TuneKey& key, const std::string& condition) const {
     auto rows = query(std::string("SELECT ") + kColumns +
                           " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
                           " AND status IN ('ok','modeled')" + condition +
-                          " ORDER BY (status='ok') DESC, median_us ASC LIMIT 1",
+                          " ORDER BY (status='ok') DESC, median_us ASC, timestamp ASC, rowid ASC",
                       {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
     if (rows.empty()) return std::nullopt;
-    return rows.front();
+    if (rows.front().status != RecordStatus::kOk) return rows.front();
+    // Rows come fastest first, so each schedule's records are in order.
+    std::map<std::string, std::vector<const TuningRecord*>> schedules;
+    for (const auto& r : rows)
+      if (r.status == RecordStatus::kOk) schedules[r.backend + '\n' + r.shape + '\n' + r.params].push_back(&r);
+    const TuningRecord* best = nullptr;
+    size_t best_count = 0;
+    for (const auto& [name, records] : schedules) {
+      const TuningRecord* median = records[(records.size() - 1) / 2];
+      // Ties go to the schedule measured more often, then to the older
+      // record (earlier in `rows`: by timestamp, then insertion).
+      if (!best || median->median_us < best->median_us ||
+          (median->median_us == best->median_us &&
+           (records.size() > best_count || (records.size() == best_count && median < best)))) {
+        best = median;
+        best_count = records.size();
+      }
+    }
+    return *best;
   }
 
   std::vector<TuningRecord> query(const std::string& sql, const std::vector<std::string>& binds) const {

@@ -27,7 +27,9 @@ class TuneDb {
   // Appends records in one transaction; a record whose id exists is skipped.
   // Returns how many were added.
   virtual size_t commit(const std::vector<TuningRecord>& records) = 0;
-  // The fastest verified record of a key; measured ("ok") beats modeled.
+  // The fastest verified schedule of a key; measured ("ok") beats modeled.
+  // A schedule with several records (runs pooled from machines, a schedule
+  // timed again) ranks by their median, and that median record is returned.
   virtual std::optional<TuningRecord> best(const TuneKey& key) const = 0;
   // The same among schedules generic over the row length (no `len`
   // parameter: see schedules/row_reduction_template.h).

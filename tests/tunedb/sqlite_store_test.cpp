@@ -63,6 +63,39 @@ TEST_F(TuneDbTest, BestPrefersMeasuredThenFastest) {
   EXPECT_FALSE(db->best({"abc123", "f32", "n<=2^12", "sm_86"}).has_value());
 }
 
+// Pooled runs: a schedule's one fast record does not outrank another
+// schedule's steady time; its median record does.
+TEST_F(TuneDbTest, BestRanksAScheduleByTheMedianOfItsRecords) {
+  auto db = open_sqlite_db(path("a.db"));
+  auto timed = [&](const std::string& params, double median) {
+    TuningRecord r = record("nvrtc", median);
+    r.params = params;
+    return r;
+  };
+  const TuneKey key{"abc123", "f32", "n<=2^12", "sm_90"};
+  db->commit({timed("threads=256", 10.0), timed("threads=256", 12.0), timed("threads=256", 12.5),
+              timed("threads=128", 11.0)});
+  auto best = db->best(key);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->params, "threads=128");
+  EXPECT_DOUBLE_EQ(best->median_us, 11.0);
+  // Two more runs of threads=256 at 10.2 and 10.4: its median is 10.4.
+  db->commit({timed("threads=256", 10.2), timed("threads=256", 10.4)});
+  best = db->best(key);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->params, "threads=256");
+  EXPECT_DOUBLE_EQ(best->median_us, 10.4);
+  // The same params at another shape of the bucket are another schedule.
+  TuningRecord other = timed("threads=128", 10.3);
+  other.shape = "4000";
+  db->commit({other});
+  EXPECT_DOUBLE_EQ(db->best(key)->median_us, 10.3);
+  // An even count: the lower middle (threads=64 at 10.0 and 20.0).
+  db->commit({timed("threads=64", 20.0), timed("threads=64", 10.0)});
+  EXPECT_EQ(db->best(key)->params, "threads=64");
+  EXPECT_DOUBLE_EQ(db->best(key)->median_us, 10.0);
+}
+
 TEST_F(TuneDbTest, RecordsSurviveReopeningWithEveryField) {
   TuningRecord r = record("nvrtc", 2.5);
   r.error = "it's \"quoted\"\nand multi-line";
