@@ -8,11 +8,12 @@ py=${PYTHON:-$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3
 # The row runs pooled under 66ed6e3+, each with its records and its copies.
 pooled=()
 for run in 66ed6e3 d48ac76 3b98f01 f1af08a 927c29e d66b27f-norms d66b27f-softmax b01c854 c596d18 746953c \
-  4bb7884-a 4bb7884-b 610cf2d; do
+  4bb7884-a 4bb7884-b 610cf2d 2f45bcf; do
   pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl" "$r-$run-rows-copy.jsonl")
 done
 pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-lnrms-records.jsonl" -)  # no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$r-2f45bcf-peers-records.jsonl" -)  # no copies of its own
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -33,8 +34,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -85,44 +86,44 @@ fusekit tune --arch sm_90 --pattern layernorm,rmsnorm --dtype bf16,f32 --backend
 SKIP_TESTS=1 DTYPES=bf16,f32 BUDGET=20 BACKENDS=nvrtc SIZES=32768x1024 TUNE_TIMEOUT=150 MEMCHECK_TIMEOUT=40 \
   MEMCHECK_SIZES=3000x3001,7x1024 bash scripts/gpu_reduction_session.sh
                                                          # 610cf2d-1k, 2 min 44 s (tune cut at 150 s: 10 of 14)
+OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc \
+  SIZES=4096x16384,1024x65536 TEST_TIMEOUT=160 TUNE_TIMEOUT=300 MEMCHECK_TIMEOUT=45 MEMCHECK_SIZES=3000x3001,9x65537,7x16381 \
+  bash scripts/gpu_reduction_session.sh                     # 2f45bcf-rows, 7 min 26 s (tune cut at 300 s: 10 of 14)
+fusekit tune --arch sm_90 --pattern add_rmsnorm,bias_add_softmax --dtype f32,bf16 --backend nvrtc --budget 24 \
+  --sizes 4096x16384,1024x65536     # 2f45bcf-peers, the first step of the peers call below (no copies of its own)
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
 # loaded ahead (wbatch); b01c854: onepass on re-reading rows; c596d18: the pair combine's cross-warp merge
 # fixed (a butterfly per warp); 746953c: L2 eviction policies on the loads (hint); 4bb7884: kernels compiled for
 # one row length (len=L), the two fastest generic schedules per timed length specialized; 610cf2d: also the two
-# fastest exact fits, and a 1024-thread register seed (610cf2d-lnrms: the six and six fastest). Every schedule these runs name prints the same kernel in all the commits that
+# fastest exact fits, and a 1024-thread register seed (610cf2d-lnrms: the six and six fastest); 2f45bcf: also, of the
+# four fastest per length, the two whose build for the length holds more warps per SM (ptxas registers). Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
 # whose pair combine c596d18 replaced: those records are left out. The rest pool into one database: each
-# shape's winner is its best record of any of them." \
+# shape's winner is the schedule whose records have the lowest median, as \`fusekit build\` chooses." \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --profile "$r-d70bdfe-profile-profile.json" \
-  --profile-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 RECORDS=\"\$R-a11723e-records.jsonl \
-  \$R-a2a0ff6-64m-records.jsonl \$R-66ed6e3-rows-records.jsonl \$R-d48ac76-rows-records.jsonl \$R-3b98f01-rows-records.jsonl \
-  \$R-f1af08a-rows-records.jsonl \$R-927c29e-rows-records.jsonl\"
-VERIFY_TIMEOUT=60 MEMCHECK_TIMEOUT=60 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh  # run d70bdfe
-# = fusekit build --arch sm_90 from those records (the package of the peers run d70bdfe);
-#   fusekit verify --package (cubins up to 17 M elements: 126 checks, 0 failed; PTX: 84 checks, 0 failed);
-#   compute-sanitizer memcheck of verify --package up to 1.1 M elements (84 checks, 0 errors);
+  --profile "$r-2f45bcf-profile-profile.json" \
+  --profile-command "scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-2f45bcf-peers-winners.jsonl \
+  VERIFY_TIMEOUT=60 MEMCHECK_TIMEOUT=60 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh  # run 2f45bcf
+# = fusekit build --arch sm_90 from the records of the peers run 2f45bcf (the same package it timed);
+#   fusekit verify --package (cubins up to 17 M elements: 164 checks, 0 failed; PTX: 122 checks, 0 failed);
+#   compute-sanitizer memcheck of verify --package up to 1.1 M elements (122 checks, 0 errors);
 #   python3 bench/profile_kernels.py calls; ncu --clock-control none --nvtx --nvtx-include fk/ ... ncu; merge" \
-  --peers 4bb7884+610cf2d "$r-4bb7884-peers-peers.json,$r-610cf2d-lnrms-peers.json" --plots img \
+  --peers 2f45bcf "$r-2f45bcf-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200
-scripts/winners_jsonl.py \$R-4bb7884-winners.jsonl \$R-a11723e-records.jsonl \$R-a2a0ff6-64m-records.jsonl \
-  \$R-{66ed6e3,d48ac76,3b98f01,f1af08a,927c29e,d66b27f-norms,d66b27f-softmax,b01c854,c596d18,746953c,4bb7884-a,4bb7884-b}-rows-records.jsonl \
-  --exclude d66b27f onepass=1 --exclude b01c854 onepass=1     # 166 of 15162 records: what a package build reads
-RECORDS=\$R-4bb7884-winners.jsonl PEERS_TIMEOUT=470 VERIFY=1 VERIFY_TIMEOUT=45 MEMCHECK_TIMEOUT=50 \
-  bash scripts/gpu_peers_session.sh                                             # run 4bb7884, 4 min 45 s
+scripts/winners_jsonl.py \$R-2f45bcf-winners.jsonl \$R-a11723e-records.jsonl \$R-a2a0ff6-64m-records.jsonl \
+  \$R-{66ed6e3,d48ac76,3b98f01,f1af08a,927c29e,d66b27f-norms,d66b27f-softmax,b01c854,c596d18,746953c,4bb7884-a,4bb7884-b,610cf2d,610cf2d-1k,2f45bcf}-rows-records.jsonl \
+  \$R-610cf2d-lnrms-records.jsonl --exclude d66b27f onepass=1 --exclude b01c854 onepass=1   # 176 of 16 351 records
+# then in one device call (run 2f45bcf-peers, 5 min 10 s):
+source scripts/device_env.sh; fusekit tune --arch sm_90 --pattern add_rmsnorm,bias_add_softmax --dtype f32,bf16 \
+  --backend nvrtc --budget 24 --sizes 4096x16384,1024x65536 --db /tmp/t.db; fusekit db export --db /tmp/t.db \$OUT/records.jsonl
+scripts/winners_jsonl.py \$OUT/winners.jsonl \$R-2f45bcf-winners.jsonl \$OUT/records.jsonl      # 178 records
+RECORDS=\$OUT/winners.jsonl PEERS_TIMEOUT=330 VERIFY=1 VERIFY_TIMEOUT=45 MEMCHECK_TIMEOUT=50 bash scripts/gpu_peers_session.sh
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
 #   compiles torch.compile's 252 graphs in 8 processes and then times every op; then fusekit verify --package
-#   (152 checks, 0 failed) and its memcheck (99 checks, 0 errors)
-# then, after layernorm and rmsnorm were tuned again (run 610cf2d-lnrms), in one device call:
-source scripts/device_env.sh; fusekit tune --arch sm_90 --pattern layernorm,rmsnorm --dtype bf16,f32 --backend nvrtc \
-  --budget 24 --specialize 6 --sizes 4096x16384 --db /tmp/t.db; fusekit db export --db /tmp/t.db \$OUT/records.jsonl
-scripts/winners_jsonl.py /tmp/w.jsonl \$R-4bb7884-winners.jsonl \$R-610cf2d-rows-records.jsonl \$OUT/records.jsonl
-RECORDS=/tmp/w.jsonl PEERS_TIMEOUT=200 PEERS_ARGS='--ops layernorm,rmsnorm' VERIFY=1 VERIFY_TIMEOUT=45 \
-  MEMCHECK_TIMEOUT=50 bash scripts/gpu_peers_session.sh                         # run 610cf2d, 3 min 27 s
-#   (verify --package: 153 checks, 0 failed; memcheck: 111 checks, 0 errors)"
+#   (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)"

@@ -13,6 +13,8 @@ import json
 import os
 import statistics
 
+from winners_jsonl import pick
+
 
 def shape_key(r):
     return [int(x) for x in r["shape"].split("x")]
@@ -201,12 +203,14 @@ def rows_section(w, a):
     """Row reductions: winners per op, dtype and shape against copies of the
     same traffic (copies of all row runs pooled, medians per size). Runs given
     under one label pool their records, as one tuning database holds them:
-    the best record per shape wins, whichever run measured it."""
+    per shape, the schedule whose records have the lowest median wins (the
+    rule of TuneDb::best, scripts/winners_jsonl.py), whichever runs measured it."""
     by_key, copies = {}, collections.defaultdict(list)
     # Halide schedules, from every run: a later NVRTC-only run replaces the
     # NVRTC winners, not the Halide column.
     halide_all = collections.defaultdict(list)
     labels = []
+    seen = set()
     pooled = collections.OrderedDict()
     for label, rec_path, copy_path in a.rows_run:
         if label not in pooled:
@@ -218,7 +222,8 @@ def rows_section(w, a):
                 r = json.loads(l)
                 if any(run == x and p in r["params"].split() for x, p in a.rows_exclude):
                     continue
-                if r["shape"] != "any":
+                if r["shape"] != "any" and r["id"] not in seen:  # ids dedupe, as in a database
+                    seen.add(r["id"])
                     r["run"] = run
                     pooled[label][(r["pattern"], r["dtype"], r["shape"])].append(r)
                     if r["backend"] == "halide" and r["status"] == "ok":
@@ -236,7 +241,7 @@ def rows_section(w, a):
         ok = [r for r in rs if r["status"] == "ok"]
         if not ok:
             continue
-        b = min(ok, key=lambda r: r["median_us"])
+        b = pick(ok)  # as `fusekit build` chooses: a schedule by the median of its records
         halide = halide_all[(op, dt, shape)]
         traffic = b["bandwidth_gbps"] * b["median_us"] * 1e3
         near = [n for n in copies if abs(2 * n - traffic) <= 0.06 * traffic]
