@@ -199,6 +199,19 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     c.set("fast", 1);
     c.set("keep", element_bytes < 4 ? 0 : 2);
     out.push_back(c);
+    // 16-bit rows of 16384 also in the registers of 512 threads (4 vectors
+    // of 8), the register form of the staged 512-thread seed. Compiled for
+    // the length it needs 32 registers for rmsnorm (48 generic) and 40 for
+    // layernorm (54): four and three blocks per SM. Probed on the H200
+    // beside torch.compile (bench/variant_probe.py, run 59e1ecc), specialized
+    // it was the fastest of the probed schedules for bf16 rmsnorm and
+    // layernorm at 4096x16384 (69.97 and 71.58 us against 70.98 and 72.51
+    // for the packaged 256-thread ones); no tune had measured it.
+    if (element_bytes < 4) {
+      c.set("threads", 512);
+      c.set("cache", 16384 / (512 * wide));
+      out.push_back(c);
+    }
   }
   // The rows of 4096 held in registers also with L2 eviction policies on
   // their loads (hint=1; the space drops it before sm_80): run 746953c
