@@ -411,7 +411,7 @@ int run(int argc, char** argv) {
       ("budget", po::value<int>()->default_value(24), "candidates per backend and workload")
       ("specialize", po::value<int>()->default_value(2),
        "row reductions on a GPU: build each timed row length's N fastest schedules, its N fastest whose "
-       "cached row fits it exactly, and of its 4N fastest the N that fit more warps per SM so built, again for "
+       "cached row fits it exactly, and of its 4N fastest N others that fit more warps per SM so built, again for "
        "that length (len=L) and time them too; 0: generic schedules only")
       ("backend", po::value<std::vector<std::string>>()->multitoken()->default_value({"nvrtc,halide"}, "nvrtc,halide"),
        "backends to search")

@@ -46,7 +46,7 @@ struct TimedSchedule {
 // Which of one row length's timed generic schedules (`timed`, fastest
 // first) to build again for that length: the `n` fastest, the `n` fastest
 // whose cached row is exactly `cols` long, and of the 4n fastest the `n`
-// fastest whose build for the length holds more warps per SM
+// fastest others whose build for the length holds more warps per SM
 // (`specialized_warps[k]` for timed[k], k < 4n; 0 when unknown). Indices
 // into `timed`, each once, in that order.
 std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& timed, int64_t cols, size_t n,
@@ -66,7 +66,7 @@ struct TunerOptions {
   size_t batch = 32;             // candidates built and measured together
   // Row reductions on a GPU: each timed row length's `specialize` fastest
   // generic NVRTC schedules, as many of the fastest whose cached row is
-  // exactly that long, and as many of the 4 * `specialize` fastest whose
+  // exactly that long, and as many more of the 4 * `specialize` fastest whose
   // build for that length fits more warps per SM (ptxas registers), are
   // built again for that length (`len`) and measured beside them; 0 turns
   // it off.
