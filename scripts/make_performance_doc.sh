@@ -14,6 +14,8 @@ done
 pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-lnrms-records.jsonl" -)  # no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-rows-copy.jsonl")
 pooled+=(--rows-run 66ed6e3+ "$r-2f45bcf-peers-records.jsonl" -)  # no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$r-0e6d801-lnrms-records.jsonl" -)
+pooled+=(--rows-run 66ed6e3+ "$r-2acacfa-lnrms-records.jsonl" -)
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -91,6 +93,9 @@ OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_sof
   bash scripts/gpu_reduction_session.sh                     # 2f45bcf-rows, 7 min 26 s (tune cut at 300 s: 10 of 14)
 fusekit tune --arch sm_90 --pattern add_rmsnorm,bias_add_softmax --dtype f32,bf16 --backend nvrtc --budget 24 \
   --sizes 4096x16384,1024x65536     # 2f45bcf-peers, the first step of the peers call below (no copies of its own)
+fusekit tune --arch sm_90 --pattern layernorm,rmsnorm --dtype bf16 --backend nvrtc --budget 24 --sizes 4096x16384
+      # 0e6d801-lnrms and 2acacfa-lnrms, each the first step of a call that then ran
+      # RECORDS=<its winners> PEERS_ARGS='--ops layernorm,rmsnorm' bash scripts/gpu_peers_session.sh (no copies)
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -98,7 +103,8 @@ fusekit tune --arch sm_90 --pattern add_rmsnorm,bias_add_softmax --dtype f32,bf1
 # fixed (a butterfly per warp); 746953c: L2 eviction policies on the loads (hint); 4bb7884: kernels compiled for
 # one row length (len=L), the two fastest generic schedules per timed length specialized; 610cf2d: also the two
 # fastest exact fits, and a 1024-thread register seed (610cf2d-lnrms: the six and six fastest); 2f45bcf: also, of the
-# four fastest per length, the two whose build for the length holds more warps per SM (ptxas registers). Every schedule these runs name prints the same kernel in all the commits that
+# four fastest per length, the two whose build for the length holds more warps per SM (ptxas registers); 0e6d801:
+# a 512-thread bf16 register seed for rows of 16384; 2acacfa: the warps list takes two beyond the other lists. Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
 # whose pair combine c596d18 replaced: those records are left out. The rest pool into one database: each
 # shape's winner is the schedule whose records have the lowest median, as \`fusekit build\` chooses." \
