@@ -5,7 +5,8 @@ device copy, in one process: a probe of the schedule space beyond a tune.
 
   python3 bench/variant_probe.py --dir DIR --out probe.json
 
-DIR holds `variants.json`, a list of {"file", "entry", "op", "dtype",
+DIR comes from scripts/probe_variants.py (e.g. from bench/probe-59e1ecc.txt)
+and holds `variants.json`, a list of {"file", "entry", "op", "dtype",
 "shape": "ROWSxCOLS", "threads", "rows", "fast"} (row ops without a shared
 memory stage or cluster split: the launch is a grid of ceil(rows / rows per
 block) blocks of threads x rows), and the .cu files. Each kernel is compiled
