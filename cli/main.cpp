@@ -320,10 +320,10 @@ int cmd_verify(const po::variables_map& vm) {
       for (const auto& s : sizes_for(vm, cand)) domains.push_back(domain_for(cand, s));
       for (size_t i = 0; i < winners.size(); ++i) {
         // A schedule compiled for one row length runs on rows of it only:
-        // 37 of them (odd) stand in for the odd shape.
+        // an odd count of them stands in for the odd shape.
         const int64_t fixed = RowReductionTemplate::fixed_row_length(winners[i].config);
         std::vector<std::vector<int64_t>> own;
-        if (fixed > 0) own.push_back({fixed, 37});
+        if (fixed > 0) own.push_back({fixed, RowReductionTemplate::kSpecializedVerifyRows});
         for (const auto& d : domains)
           if (fixed == 0 || d.front() == fixed) own.push_back(d);
         for (const auto& d : own) {

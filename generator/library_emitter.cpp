@@ -117,7 +117,7 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
           // A winner compiled for one row length serves that length; the
           // bucket's other lengths get its best generic schedule beside it.
           std::vector<TuningRecord> winners{*best};
-          if (Config::parse(best->params).get_or("len", 0) > 0)
+          if (RowReductionTemplate::fixed_row_length(Config::parse(best->params)) > 0)
             if (auto generic = db.best_generic(key)) winners.push_back(*generic);
           for (const TuningRecord& w : winners) {
             Variant v;

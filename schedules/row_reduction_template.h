@@ -97,6 +97,9 @@ class RowReductionTemplate {
   static int64_t cached_row(const Config& config);
   // The row length a config is specialized for (`len`); 0 when generic.
   static int64_t fixed_row_length(const Config& config) { return config.get_or("len", 0); }
+  // Rows of the shape a specialized schedule is verified on (the tuner,
+  // `fusekit verify`): odd, so no rows-per-block or persistent grid divides it.
+  static constexpr int64_t kSpecializedVerifyRows = 37;
   // `config` specialized for rows of `cols` columns; UserError naming the
   // value when no kernel can be (cols < 1 or >= 2^31).
   static Config specialize(const Config& config, int64_t cols);

@@ -10,10 +10,6 @@
 namespace fusekit {
 namespace {
 
-// Rows of the shape a specialized schedule is verified on: odd, so no
-// rows-per-block or persistent grid divides it.
-constexpr int64_t kSpecializedVerifyRows = 37;
-
 int resident_warps(const ArchLimits& arch, const KernelArtifact& a) {
   if (a.registers <= 0) return 0;
   return resident_warps_per_sm(arch, a.block[0] * a.block[1] * a.block[2], a.registers,
@@ -47,8 +43,9 @@ std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const 
 std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& timed, int64_t cols, size_t n,
                                             const std::vector<int>& specialized_warps) {
   std::vector<size_t> out;
+  auto taken = [&](size_t k) { return std::find(out.begin(), out.end(), k) != out.end(); };
   auto take = [&](size_t k) {
-    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    if (!taken(k)) out.push_back(k);
   };
   // The fastest.
   for (size_t k = 0; k < timed.size() && k < n; ++k) take(k);
@@ -68,8 +65,7 @@ std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& ti
   // rmsnorm 4096x16384's staged schedules, 40 to 31 registers), counting
   // them left the 512-thread register schedule behind them unspecialized.
   for (size_t k = 0, gains = 0; k < timed.size() && k < 4 * n && k < specialized_warps.size() && gains < n; ++k)
-    if (std::find(out.begin(), out.end(), k) == out.end() && timed[k].resident_warps > 0 &&
-        specialized_warps[k] > timed[k].resident_warps) {
+    if (!taken(k) && timed[k].resident_warps > 0 && specialized_warps[k] > timed[k].resident_warps) {
       take(k);
       ++gains;
     }
@@ -256,47 +252,54 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     if (task.kind != TemplateKind::kRowReduction || backend != Backend::kNvrtc || !dev.measured ||
         options.specialize == 0)
       continue;
-    // Row length -> the schedules built for it, and their builds.
-    std::map<int64_t, std::pair<std::vector<Candidate>, std::vector<BuildResult>>> twins;
+    // Each specialized schedule's build (by its config text), shared by the
+    // problems of one row length; build_new builds those not built yet.
+    std::map<std::string, BuildResult> builds;
+    auto build_new = [&](const std::vector<Candidate>& cs) {
+      std::vector<Candidate> fresh;
+      for (const Candidate& c : cs)
+        if (!builds.count(c.config.to_string()) &&
+            std::none_of(fresh.begin(), fresh.end(), [&](const Candidate& f) { return f.config == c.config; }))
+          fresh.push_back(c);
+      std::vector<BuildResult> built = task.builder->build(fresh);
+      for (size_t i = 0; i < fresh.size(); ++i) builds.emplace(fresh[i].config.to_string(), std::move(built[i]));
+    };
+    // Row length -> the schedules specialized for it.
+    std::map<int64_t, std::vector<Candidate>> twins;
     for (size_t pi = 0; pi < problems.size(); ++pi) {
       const int64_t cols = problems[pi].domain.front();
       std::vector<TimedSchedule>& t = timed[pi];
       std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
+      auto twin_of = [&](size_t k) { return Candidate{backend, RowReductionTemplate::specialize(t[k].config, cols)}; };
       // The 4N fastest built for the length (in parallel, on the CPU), to
-      // see which hold more warps per SM so; the picked ones keep their build.
+      // see which hold more warps per SM so.
       std::vector<Candidate> scan;
-      for (size_t k = 0; k < t.size() && k < 4 * options.specialize; ++k)
-        scan.push_back({backend, RowReductionTemplate::specialize(t[k].config, cols)});
-      std::vector<BuildResult> built = task.builder->build(scan);
+      for (size_t k = 0; k < t.size() && k < 4 * options.specialize; ++k) scan.push_back(twin_of(k));
+      build_new(scan);
       std::vector<int> warps;
-      for (const BuildResult& b : built) warps.push_back(b.ok ? resident_warps(arch, b.artifact) : 0);
-      auto& [list, builds] = twins[cols];
-      std::vector<Candidate> unbuilt;  // exact fits slower than the 4N fastest
-      for (size_t k : schedules_to_specialize(t, cols, options.specialize, warps)) {
-        const Candidate c{backend, RowReductionTemplate::specialize(t[k].config, cols)};
-        if (std::any_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
-          continue;  // two problems of one row length
-        if (k < built.size()) {
-          list.push_back(c);
-          builds.push_back(std::move(built[k]));
-        } else {
-          unbuilt.push_back(c);
-        }
+      for (const Candidate& c : scan) {
+        const BuildResult& b = builds.at(c.config.to_string());
+        warps.push_back(b.ok ? resident_warps(arch, b.artifact) : 0);
       }
-      std::vector<BuildResult> rest = task.builder->build(unbuilt);
-      list.insert(list.end(), unbuilt.begin(), unbuilt.end());
-      for (BuildResult& b : rest) builds.push_back(std::move(b));
+      std::vector<Candidate> picked;
+      for (size_t k : schedules_to_specialize(t, cols, options.specialize, warps)) picked.push_back(twin_of(k));
+      build_new(picked);  // exact fits slower than the 4N fastest
+      std::vector<Candidate>& list = twins[cols];
+      for (const Candidate& c : picked)
+        if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
+          list.push_back(c);  // once, where two problems have one row length
     }
-    for (const auto& [cols, twin] : twins) {
-      if (twin.first.empty()) continue;
+    for (const auto& [cols, list] : twins) {
+      if (list.empty()) continue;
+      std::vector<BuildResult> built;
+      for (const Candidate& c : list) built.push_back(std::move(builds.at(c.config.to_string())));
       std::vector<int64_t> rows_of_it(problems.front().domain.size(), 1);
       rows_of_it.front() = cols;
-      rows_of_it.back() = kSpecializedVerifyRows;
-      run_batch(backend, twin.first, twin.second, wl.problem(rows_of_it), nullptr);
+      rows_of_it.back() = RowReductionTemplate::kSpecializedVerifyRows;
+      run_batch(backend, list, built, wl.problem(rows_of_it), nullptr);
       if (options.progress)
         options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " " + backend_name(backend) + ": " +
-                         std::to_string(twin.first.size()) + " schedules specialized for rows of " +
-                         std::to_string(cols));
+                         std::to_string(list.size()) + " schedules specialized for rows of " + std::to_string(cols));
     }
   }
   return summary;
