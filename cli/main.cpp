@@ -201,7 +201,7 @@ int cmd_tune(const po::variables_map& vm) {
       task.verify_domain = cand.odd_domain();
       task.kind = cand.template_kind();
       task.cached_inputs = cand.full_inputs();
-      task.traits = row_op_traits(cand, dt);
+      task.traits = op_traits(cand, dt);
       options.progress = [&](const std::string& line) {
         const double t = elapsed();
         const double frac = (static_cast<double>(done) + 0.5) / static_cast<double>(total);
@@ -383,7 +383,7 @@ int cmd_source(const po::variables_map& vm) {
                                     : vm["params"].as<std::string>());
   ParamSpace space =
       template_space(kind, arch, Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), cands[0].full_inputs(),
-                     row_op_traits(cands[0], dt));
+                     op_traits(cands[0], dt));
   std::string bad = space.violation(config);
   if (!bad.empty()) throw UserError("--params '" + config.to_string() + "' is not a legal schedule for " +
                                     arch.arch.name() + ": " + bad);

@@ -4,6 +4,7 @@
 //                           skeleton for the schedule, and the launch description
 #include "generator/cuda_c_printer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <cstdio>
@@ -282,6 +283,19 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   // Which domain axes broadcast inputs need; coordinates only if any.
   bool need_coords = false;
   for (const auto& in : cand.inputs) need_coords |= !in.full();
+  // plane=1: a block takes a tile of one innermost plane; its broadcast
+  // inputs are constant there (loaded once per block).
+  const bool plane = config.get_or("plane", 0) == 1;
+  if (plane) {
+    bool varies = !need_coords;
+    for (const auto& in : cand.inputs)
+      varies |= std::find(in.axes.begin(), in.axes.end(), 0) != in.axes.end();
+    if (varies)
+      throw UserError("schedule '" + config.to_string() + "' has plane=1, but " + cand.name +
+                      (need_coords ? " has an input that varies along the innermost axis"
+                                   : " has no broadcast input") +
+                      ": set plane=0");
+  }
 
   std::ostringstream src;
   src << kPrelude;
@@ -359,7 +373,14 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     }
 
   const int64_t tile = static_cast<int64_t>(threads) * vec * ept;
-  LaunchExpr blocks = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("n"), tile)});
+  // Flat: tiles of the domain; plane=1: tiles of each plane, planes * tiles.
+  LaunchExpr blocks = LaunchExpr::make(
+      LaunchExpr::Op::kMax,
+      {LaunchExpr(1),
+       plane ? LaunchExpr::make(LaunchExpr::Op::kMul,
+                                {LaunchExpr::make(LaunchExpr::Op::kDiv, {LaunchExpr::symbol("n"), LaunchExpr::symbol("d0")}),
+                                 ceil_div(LaunchExpr::symbol("d0"), tile)})
+             : ceil_div(LaunchExpr::symbol("n"), tile)});
   if (grid > 0)
     blocks = LaunchExpr::make(LaunchExpr::Op::kMin,
                               {blocks, LaunchExpr::make(LaunchExpr::Op::kMul, {LaunchExpr(grid), LaunchExpr::symbol("sm_count")})});
@@ -403,7 +424,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     for (const auto& in : cand.inputs) {
       std::string v;
       if (in.full()) v = mode ? "r_" + in.name + "[e].v[l]" : "g_" + in.name + "[i]";
-      else if (mode == 2) v = in.axes.front() == 0 ? "b_" + in.name + ".v[l]" : "b_" + in.name;
+      else if (mode == 2 || plane) v = in.axes.front() == 0 ? "b_" + in.name + ".v[l]" : "b_" + in.name;
       else v = "g_" + in.name + "[" + bcast_index(in) + "]";
       a += (a.empty() ? "" : ", ") + v;
     }
@@ -425,8 +446,23 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "  constexpr int kT = " << threads << ", kV = " << vec << ", kE = " << ept << ";\n";
   src << "  constexpr I kTile = (I)kT * kV * kE;\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
-  src << "  for (I base = (I)blockIdx.x * kTile; base < n; base += (I)gridDim.x * kTile) {\n";
-  src << "    if (n - base >= kTile) {\n";
+  if (plane) {
+    // Block b takes tile t of plane p; the plane's coordinates (c[0] = 0)
+    // and broadcast values once per block, then a flat tile at base.
+    src << "  const I tiles = (d0 + kTile - 1) / kTile, blocks = n / d0 * tiles;\n";
+    src << "  for (I b = blockIdx.x; b < blocks; b += gridDim.x) {\n";
+    src << "    const I p = b / tiles, t0 = (b - p * tiles) * kTile, base = p * d0 + t0;\n";
+    src << "    I c[" << k << "];\n    c[0] = 0;\n";
+    if (k == 2) src << "    c[1] = p;\n";
+    if (k == 3) src << "    c[2] = fk_div(p, d1, m1, s1);\n    c[1] = p - c[2] * d1;\n";
+    for (const auto& in : cand.inputs)
+      if (!in.full())
+        src << "    const " << st << " b_" << in.name << " = g_" << in.name << "[" << bcast_index(in) << "];\n";
+    src << "    if (d0 - t0 >= kTile && d0 % kV == 0) {\n";
+  } else {
+    src << "  for (I base = (I)blockIdx.x * kTile; base < n; base += (I)gridDim.x * kTile) {\n";
+    src << "    if (n - base >= kTile) {\n";
+  }
   for (const auto& in : cand.inputs)
     if (in.full()) src << "      pack_t r_" << in.name << "[kE];\n";
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
@@ -436,11 +472,13 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "      }\n";
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
   src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";
-  src << coords_at("i0", "        ");
+  if (!plane) src << coords_at("i0", "        ");
   for (size_t o = 0; o < pipe.stored.size(); ++o)
     if (pipe.dtype == DType::kF32) src << "        pack_t w_p" << o << "; float* w_o" << o << " = w_p" << o << ".v;\n";
     else src << "        float w_o" << o << "[kV];\n";
-  if (need_coords) {
+  if (plane) {
+    src << "#pragma unroll\n        for (int l = 0; l < kV; ++l) " << point_call(2);
+  } else if (need_coords) {
     // Fast path: the vector stays inside one innermost row, so broadcast
     // values are one load per vector (a vector load when aligned).
     src << "        if (c[0] + kV <= d0) {\n";
@@ -470,8 +508,14 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   for (size_t o = 0; o < pipe.stored.size(); ++o) src << store_vector(o, "        ");
   src << "      }\n";
   src << "    } else {\n";
-  src << "      for (I i = base + threadIdx.x; i < n; i += kT) {\n";
-  src << coords_at("i", "        ");
+  if (plane) {
+    // The plane's last tile, or a plane that does not start on a vector.
+    src << "      const I end = base + (d0 - t0 < kTile ? d0 - t0 : kTile);\n";
+    src << "      for (I i = base + threadIdx.x; i < end; i += kT) {\n";
+  } else {
+    src << "      for (I i = base + threadIdx.x; i < n; i += kT) {\n";
+  }
+  if (!plane) src << coords_at("i", "        ");
   src << "        " << point_call(0);
   src << "      }\n    }\n  }\n}\n\n";
 

@@ -157,7 +157,7 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
       // that the portable target can run (not rows split across a cluster).
       const ParamSpace portable = template_space(cand.template_kind(), *find_arch_limits(kPortablePtx),
                                                  Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), cand.full_inputs(),
-                                                 row_op_traits(cand, dt));
+                                                 op_traits(cand, dt));
       const size_t begin = out.size();
       for (size_t i = 0; i < begin; ++i) {
         const Variant& w = out[i];

@@ -414,9 +414,16 @@ std::vector<ReductionPair> find_reduction_pairs(const Pipeline& pipe) {
   return pairs;
 }
 
-RowOpTraits row_op_traits(const FusionCandidate& candidate, DType dtype) {
-  RowOpTraits t;
-  if (!candidate.reduces()) return t;
+OpTraits op_traits(const FusionCandidate& candidate, DType dtype) {
+  OpTraits t;
+  if (!candidate.reduces()) {
+    for (const auto& in : candidate.inputs) {
+      if (in.full()) continue;
+      if (std::find(in.axes.begin(), in.axes.end(), 0) != in.axes.end()) return OpTraits{};
+      ++t.plane_inputs;
+    }
+    return t;
+  }
   for (const auto& in : candidate.inputs) t.weight_inputs += in.axes == std::vector<int>{0};
   t.reduction_pairs = static_cast<int>(find_reduction_pairs(instantiate(candidate, dtype)).size());
   return t;
@@ -671,17 +678,19 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // A split row's blocks are consecutive in x: one cluster per row group.
   launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
   // Persistent: persist * sm_count blocks in whole clusters, at most one
-  // per row group.
-  if (persist > 0)
+  // per row group, and no more than the device holds at once (a cluster
+  // must fit in one GPC: on an H200 fewer clusters of 4 or 8 are resident
+  // than the SMs' block slots suggest, and a cluster that is not resident
+  // would start its row groups only once another cluster has done all of
+  // its own).
+  if (persist > 0) {
+    using Op = LaunchExpr::Op;
+    const LaunchExpr per_sm = LaunchExpr::make(
+        Op::kDiv, {LaunchExpr::make(Op::kMul, {LaunchExpr(persist), LaunchExpr::symbol("sm_count")}), LaunchExpr(split)});
+    const LaunchExpr resident = LaunchExpr::make(Op::kDiv, {LaunchExpr::symbol("resident_blocks"), LaunchExpr(split)});
     launch.grid[0] = LaunchExpr::make(
-        LaunchExpr::Op::kMin,
-        {launch.grid[0],
-         LaunchExpr::make(LaunchExpr::Op::kMax,
-                          {LaunchExpr(1), LaunchExpr::make(LaunchExpr::Op::kDiv,
-                                                           {LaunchExpr::make(LaunchExpr::Op::kMul,
-                                                                             {LaunchExpr(persist),
-                                                                              LaunchExpr::symbol("sm_count")}),
-                                                            LaunchExpr(split)})})});
+        Op::kMin, {launch.grid[0], LaunchExpr::make(Op::kMax, {LaunchExpr(1), LaunchExpr::make(Op::kMin, {per_sm, resident})})});
+  }
   if (split > 1) launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMul, {launch.grid[0], LaunchExpr(split)});
 
   // Where a pass finds the row: memory (re-reading, one vector or a batch

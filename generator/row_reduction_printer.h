@@ -23,9 +23,9 @@ struct ReductionPair {
   Kind kind = Kind::kMeanVar;
 };
 std::vector<ReductionPair> find_reduction_pairs(const Pipeline& pipeline);
-// The op's weights and pairs, for the schedule space (empty for an op that
-// does not reduce rows).
-RowOpTraits row_op_traits(const FusionCandidate& candidate, DType dtype);
+// What the op offers the schedule space: a row op's weights and pairs, a
+// pointwise op's inputs constant over the innermost planes.
+OpTraits op_traits(const FusionCandidate& candidate, DType dtype);
 
 // Launch: block (threads, rows), grid ceil(rows_of_tensor / rows); the
 // kernel takes inputs, outputs, scalar parameters, then rows (64-bit) and

@@ -80,6 +80,10 @@ Loaded load() {
   bind(lib, "cuGraphDestroy", &d.cuGraphDestroy, &missing);
   bind(lib, "cuGetErrorName", &d.cuGetErrorName, &missing);
   bind(lib, "cuGetErrorString", &d.cuGetErrorString, &missing);
+  // Optional entry points: absent from older drivers (clusters: CUDA 12).
+  std::string optional;
+  bind(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor", &d.cuOccupancyMaxActiveBlocksPerMultiprocessor, &optional);
+  bind(lib, "cuOccupancyMaxActiveClusters", &d.cuOccupancyMaxActiveClusters, &optional);
   if (!missing.empty()) {
     out.status = Status(StatusCode::kNotFound, "libcuda lacks symbols: " + missing);
     return out;

@@ -1,5 +1,6 @@
 #include "fusekit/kernel_launch.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -52,6 +53,10 @@ bool lookup_tensor_symbol(const std::vector<std::vector<int64_t>>& tensors, cons
 bool lookup_shape_symbol(const LaunchShape& shape, const std::string& name, int64_t* value) {
   if (name == "n") { *value = shape.elements(); return true; }
   if (name == "sm_count") { *value = shape.sm_count; return true; }
+  if (name == "resident_blocks") {
+    *value = shape.resident_blocks > 0 ? shape.resident_blocks : 2147483647LL;
+    return true;
+  }
   if (name.size() >= 2 && name[0] == 'd' && name[1] >= '0' && name[1] <= '9') {
     size_t pos = 1;
     int64_t k = 0;
@@ -71,7 +76,47 @@ void LoadedKernel::unload() {
   if (module_ && driver_) driver_->cuModuleUnload(module_);
   module_ = nullptr;
   function_ = nullptr;
+  resident_blocks_ = 0;
 }
+
+namespace {
+
+// LoadedKernel::resident_blocks for `function`; 0 when not known.
+int64_t query_resident_blocks(const CudaDriver& driver, CUfunction function, const KernelArtifact& artifact) {
+  const int threads = artifact.block[0] * artifact.block[1] * artifact.block[2];
+  int width = 0;
+  if (driver.cuFuncGetAttribute &&
+      driver.cuFuncGetAttribute(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, function) != CUDA_SUCCESS)
+    width = 0;
+  if (width > 1) {
+    // Clusters must fit inside one GPC with all their blocks: fewer may be
+    // resident than the SMs' block slots suggest.
+    if (!driver.cuOccupancyMaxActiveClusters) return 0;
+    CUlaunchConfig config{};
+    config.gridDimX = static_cast<unsigned>(width);
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = static_cast<unsigned>(artifact.block[0]);
+    config.blockDimY = static_cast<unsigned>(artifact.block[1]);
+    config.blockDimZ = static_cast<unsigned>(artifact.block[2]);
+    config.sharedMemBytes = static_cast<unsigned>(std::max(0, artifact.shared_bytes));
+    int clusters = 0;
+    if (driver.cuOccupancyMaxActiveClusters(&clusters, function, &config) != CUDA_SUCCESS) return 0;
+    return static_cast<int64_t>(clusters) * width;
+  }
+  if (!driver.cuOccupancyMaxActiveBlocksPerMultiprocessor || !driver.cuCtxGetDevice || !driver.cuDeviceGetAttribute)
+    return 0;
+  int per_sm = 0, sms = 0;
+  CUdevice device = 0;
+  if (driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function, threads,
+                                                          static_cast<size_t>(std::max(0, artifact.shared_bytes))) !=
+          CUDA_SUCCESS ||
+      driver.cuCtxGetDevice(&device) != CUDA_SUCCESS ||
+      driver.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) != CUDA_SUCCESS)
+    return 0;
+  return static_cast<int64_t>(per_sm) * sms;
+}
+
+}  // namespace
 
 Status LoadedKernel::load(const CudaDriver& driver, const KernelArtifact& artifact) {
   unload();
@@ -109,6 +154,7 @@ Status LoadedKernel::load(const CudaDriver& driver, const KernelArtifact& artifa
     return Status(StatusCode::kNotSupported, artifact.entry + " needs " + std::to_string(artifact.shared_bytes) +
                                                  " bytes of shared memory; the driver cannot grant past 48 KiB");
   }
+  resident_blocks_ = query_resident_blocks(driver, function_, artifact);
   return Status();
 }
 

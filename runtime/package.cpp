@@ -313,6 +313,7 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
     if (!same) {
       l->prepared_shape = shape;
       l->prepared_shape.sm_count = sm_count;
+      l->prepared_shape.resident_blocks = l->kernel.resident_blocks();
       l->have_prepared = false;
       st = prepare_launch(l->artifact, l->prepared_shape, &l->prepared);
       if (!st.ok()) return st;

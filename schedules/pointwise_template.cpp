@@ -12,7 +12,8 @@ Backend parse_backend(const std::string& text) {
   throw UserError("unknown backend '" + text + "'; known: nvrtc halide");
 }
 
-ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int element_bytes) {
+ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int element_bytes,
+                                    const OpTraits& traits) {
   ParamSpace s;
   s.add("threads", {64, 128, 256, 512, 1024});
   s.add("vec", {1, 2, 4, 8});
@@ -20,7 +21,17 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
   if (backend == Backend::kNvrtc) {
     s.add("grid", {0, 2, 4, 8});
     s.add("fast", {0, 1});
+    // Only ops with inputs constant over the innermost planes (and none
+    // varying along them) have the choice; added after the first records,
+    // which measured flat kernels.
+    if (traits.plane_inputs > 0) s.add("plane", {0, 1}, 0);
   }
+  const bool planes = traits.plane_inputs > 0 && backend == Backend::kNvrtc;
+  s.require(backend == Backend::kNvrtc
+                ? "plane=1 for an op with no input constant over the innermost axis's planes, or with one that varies "
+                  "along it"
+                : "plane=1 with the Halide backend (NVRTC only)",
+            [planes](const Config& c) { return c.get_or("plane", 0) == 0 || planes; });
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") <= max_block; });
@@ -52,6 +63,11 @@ std::vector<Config> PointwiseTemplate::seeds(Backend backend, int element_bytes)
           c.set("fast", fast);
           out.push_back(c);
         }
+        // A tile of one plane per block (ops with per-plane inputs; the
+        // space of any other op has no such parameter and drops it).
+        Config p = c;
+        p.set("plane", 1);
+        out.push_back(p);
       } else {
         out.push_back(c);
       }

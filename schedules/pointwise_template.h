@@ -9,6 +9,13 @@
 //   grid     0: one-shot grid, one tile per block;   (nvrtc only)
 //            k > 0: grid-stride loop over k blocks per SM
 //   fast     1: compile with --use_fast_math          (nvrtc only)
+//   plane    1: each block takes a tile of one plane    0, 1 (nvrtc only; 1
+//            of the innermost axis (an NCHW tensor's    needs inputs constant
+//            H*W of one image and channel): inputs      over a plane and none
+//            broadcast over the plane are loaded once   that varies along it:
+//            per block, and no element's coordinates    OpTraits::plane_inputs)
+//            are computed; 0: the domain is one flat
+//            index
 #pragma once
 
 #include <Halide.h>
@@ -21,6 +28,19 @@
 
 namespace fusekit {
 
+// What an op offers a schedule beyond its inputs. Row reductions: weights
+// (inputs indexed by the column alone) and pairs of reductions one combine
+// can finish (generator/row_reduction_printer.h: find_reduction_pairs).
+// Pointwise: inputs broadcast along every axis but the innermost (bn_relu's
+// per-channel scale and shift), when no input is broadcast along the
+// innermost: then a block can take a tile of one innermost plane and load
+// them once (`plane`).
+struct OpTraits {
+  int weight_inputs = 0;
+  int reduction_pairs = 0;
+  int plane_inputs = 0;
+};
+
 enum class Backend { kNvrtc, kHalide };
 const char* backend_name(Backend backend);
 // Throws UserError for anything but "nvrtc" or "halide".
@@ -29,7 +49,7 @@ Backend parse_backend(const std::string& text);
 class PointwiseTemplate {
  public:
   // The legal space for one arch, backend and storage element size.
-  static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes);
+  static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, const OpTraits& traits = {});
   // Elements one block covers per pass: threads * vec * ept.
   static int64_t tile_elements(const Config& config);
   // Empty when `config` can run a domain of `elements`; else why not. The

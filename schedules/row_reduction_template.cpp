@@ -9,7 +9,7 @@
 namespace fusekit {
 
 ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, int element_bytes,
-                                       int cached_inputs, const RowOpTraits& traits) {
+                                       int cached_inputs, const OpTraits& traits) {
   ParamSpace s;
   if (backend == Backend::kHalide) {
     s.add("threads", {32, 64, 128, 256, 512, 1024});
@@ -146,14 +146,22 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   // 4096x16384; as f32 its two buffers fit once per SM). Narrower elements keep the bytes each
   // thread has in flight (a row op is latency-bound when they are few): a
   // 16-byte vector holds twice the bf16 elements, so half the threads cover
-  // the same row; re-reading keeps every thread.
+  // the same row; re-reading keeps every thread. Rows of 65536 are also
+  // staged in persistent clusters (4 blocks of 1024 f32 or 512 bf16
+  // threads, one or two per SM; bf16 also 2 blocks of 1024 threads), whose
+  // grid is as many clusters as the device holds at once: each block's copy
+  // of its next row is in flight through the current row's combines, which
+  // leave the one-row-per-cluster kernels latency-bound at that length.
   const int64_t shapes[][7] = {{32, 4, 8, 1, 2, 0, 0},   {128, 1, 2, 1, 2, 0, 0},  {256, 1, 4, 1, 2, 0, 0},
                                {512, 1, 8, 1, 2, 0, 0},  {1024, 1, 0, 1, 2, 0, 0}, {256, 1, 8, 8, 1, 0, 0},
                                {512, 1, 8, 4, 1, 0, 0},  {512, 1, 8, 1, 1, 1, 0},  {1024, 1, 4, 1, 1, 1, 0},
-                               {1024, 1, 4, 4, 1, 1, 0}, {1024, 1, 4, 1, 1, 1, 2}};
+                               {1024, 1, 4, 4, 1, 1, 0}, {1024, 1, 4, 1, 1, 1, 2}, {1024, 1, 4, 4, 1, 1, 1},
+                               {1024, 1, 4, 4, 1, 1, 2}, {2048, 1, 4, 2, 1, 1, 1}};
   for (const auto& s : shapes)
     for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
-      if (s[6] > 0 && element_bytes >= 4) continue;
+      // Two persistent f32 blocks' buffers do not fit on one SM; 2048
+      // threads are a 16-bit seed's 1024.
+      if ((s[6] > 1 || s[0] > 1024) && element_bytes >= 4) continue;
       Config c;
       c.set("threads", s[2] > 0 ? s[0] * element_bytes / 4 : s[0]);
       c.set("rows", s[1]);
@@ -261,10 +269,10 @@ int64_t RowReductionTemplate::cached_row(const Config& config) {
 }
 
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
-                          int cached_inputs, const RowOpTraits& traits) {
+                          int cached_inputs, const OpTraits& traits) {
   if (kind == TemplateKind::kRowReduction)
     return RowReductionTemplate::space(arch, backend, element_bytes, cached_inputs, traits);
-  return PointwiseTemplate::space(arch, backend, element_bytes);
+  return PointwiseTemplate::space(arch, backend, element_bytes, traits);
 }
 
 std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes) {

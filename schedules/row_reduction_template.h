@@ -78,20 +78,13 @@
 
 namespace fusekit {
 
-// What an op offers the row schedule beyond its inputs: weights (inputs
-// indexed by the column alone) and pairs of reductions one combine can
-// finish (generator/row_reduction_printer.h: find_reduction_pairs).
-struct RowOpTraits {
-  int weight_inputs = 0;
-  int reduction_pairs = 0;
-};
 
 class RowReductionTemplate {
  public:
   // NVRTC only: the Halide backend has no reduction schedule yet (empty
   // space). `cached_inputs` full-size inputs share the register budget.
   static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs,
-                          const RowOpTraits& traits = {});
+                          const OpTraits& traits = {});
   static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Elements of a row the registers hold: threads * split * vec * cache.
   static int64_t cached_row(const Config& config);
@@ -115,7 +108,7 @@ class RowReductionTemplate {
 // Which template a candidate's kernels follow, and the tuner's view of it.
 enum class TemplateKind { kPointwise, kRowReduction };
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
-                          int cached_inputs, const RowOpTraits& traits = {});
+                          int cached_inputs, const OpTraits& traits = {});
 std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes);
 // Empty when `config` can run a problem of `elements` whose innermost
 // extent (a row reduction's row) is `row_length`; else why not.

@@ -215,6 +215,7 @@ class GpuMeasurer final : public Measurer {
       }
     }
     CUfunction fn = mod->function();
+    shape.resident_blocks = mod->resident_blocks();
     LaunchArgs args0 = args_for_set(0);
     args0.params = workload.param_values();
 

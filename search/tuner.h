@@ -22,7 +22,7 @@ struct TuneTask {
   std::vector<int64_t> verify_domain;          // odd shape every candidate must also pass
   TemplateKind kind = TemplateKind::kPointwise;
   int cached_inputs = 1;                       // full-size inputs (row reductions' register budget)
-  RowOpTraits traits;                          // row reductions: weights, pairs of reductions
+  OpTraits traits;                          // row reductions: weights, pairs of reductions
 };
 
 // `space` in the analytic model's order of preference across `problems`:

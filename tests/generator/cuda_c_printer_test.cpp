@@ -5,6 +5,9 @@
 #include "common/errors.h"
 #include "generator/catalog.h"
 #include "generator/expr_parser.h"
+#include "generator/nvrtc_compiler.h"
+#include "generator/row_reduction_printer.h"
+#include "schedules/arch_limits.h"
 
 namespace fusekit {
 namespace {
@@ -83,6 +86,50 @@ TEST(CudaCPrinter, GridDependsOnTheSchedule) {
   EXPECT_EQ(print_pointwise_kernel(c, p, kConfig, "k").launch.grid[0].to_string(), "(max 1 (div (add n 2047) 2048))");
   EXPECT_EQ(print_pointwise_kernel(c, p, Config::parse("threads=128 vec=2 ept=1 grid=4"), "k").launch.grid[0].to_string(),
             "(min (max 1 (div (add n 255) 256)) (mul 4 sm_count))");
+}
+
+// plane=1 (bn_relu): a block takes a tile of one H*W plane, loads the
+// channel's scale and shift once, and computes no element's coordinates.
+TEST(CudaCPrinter, PlaneTilesLoadPerPlaneInputsOncePerBlock) {
+  const auto& bn = find_pattern("bn_relu");
+  EXPECT_EQ(op_traits(bn, DType::kF32).plane_inputs, 2);
+  EXPECT_EQ(op_traits(find_pattern("relu_add"), DType::kF32).plane_inputs, 0);
+  const Config plane = Config::parse("threads=128 vec=4 ept=2 grid=0 fast=1 plane=1");
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Pipeline p = instantiate(bn, dt);
+    const PrintedKernel k = print_pointwise_kernel(bn, p, plane, "k");
+    EXPECT_EQ(k.launch.grid[0].to_string(), "(max 1 (mul (div n d0) (div (add d0 1023) 1024)))");
+    const std::string& src = k.source;
+    EXPECT_NE(src.find("const I p = b / tiles, t0 = (b - p * tiles) * kTile, base = p * d0 + t0;"), std::string::npos)
+        << src;
+    EXPECT_NE(src.find(" b_scale = g_scale[c[1]];"), std::string::npos) << src;
+    EXPECT_NE(src.find("if (d0 - t0 >= kTile && d0 % kV == 0) {"), std::string::npos) << src;
+    EXPECT_EQ(src.find("fk_coords<I>("), std::string::npos) << "no per-element coordinates";
+    EXPECT_EQ(src.find("g_scale[c["), src.rfind("g_scale[c[")) << "scale loaded once per block";
+    const NvrtcResult r = compile_cuda_to_cubin(src, "k", require_arch("sm_90").arch, true);
+    EXPECT_TRUE(r.ok) << r.log;
+  }
+  // With the grid-stride loop: min(planes * tiles, grid * SMs).
+  EXPECT_EQ(print_pointwise_kernel(bn, instantiate(bn, DType::kF32),
+                                   Config::parse("threads=256 vec=1 ept=1 grid=2 fast=0 plane=1"), "k")
+                .launch.grid[0]
+                .to_string(),
+            "(min (max 1 (mul (div n d0) (div (add d0 255) 256))) (mul 2 sm_count))");
+  // Offered only where it applies; refused with the fix elsewhere.
+  const ArchLimits& sm90 = require_arch("sm_90");
+  EXPECT_EQ(PointwiseTemplate::space(sm90, Backend::kNvrtc, 4, op_traits(bn, DType::kF32)).violation(plane), "");
+  const auto& relu_add = find_pattern("relu_add");
+  EXPECT_NE(PointwiseTemplate::space(sm90, Backend::kNvrtc, 4, op_traits(relu_add, DType::kF32)).violation(plane), "");
+  EXPECT_NE(PointwiseTemplate::space(sm90, Backend::kHalide, 4, op_traits(bn, DType::kF32))
+                .violation(Config::parse("threads=128 vec=4 ept=2 plane=1")),
+            "");
+  try {
+    print_pointwise_kernel(relu_add, instantiate(relu_add, DType::kF32), plane, "k");
+    ADD_FAILURE() << "relu_add has no per-plane input";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("set plane=0"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CudaCPrinter, ParametersBecomeFloatArguments) {

@@ -136,7 +136,7 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     // onepass=1 only for an op with a pair of reductions (cached or not),
     // wbatch=1 only for one with weights beside a cached row; weights ahead
     // count against 256 bytes per thread.
-    const ParamSpace ln = RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1, RowOpTraits{2, 1});
+    const ParamSpace ln = RowReductionTemplate::space(arch, Backend::kNvrtc, 2, 1, OpTraits{2, 1});
     EXPECT_FALSE(s.legal(Config::parse("cache=2 fast=0 onepass=1 rows=1 threads=256 vec=4")));
     EXPECT_FALSE(s.legal(Config::parse("cache=2 fast=0 rows=1 threads=256 vec=4 wbatch=1")));
     EXPECT_TRUE(ln.legal(Config::parse("cache=2 fast=0 onepass=1 rows=1 threads=256 vec=4 wbatch=1")));
@@ -255,7 +255,7 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
                               "cache=8 fast=1 keep=1 persist=2 rows=1 smem=1 split=8 threads=128 vec=4"};
       // One combine per pair of reductions, weights loaded ahead: where the
       // op has them (registers, staged, split, persistent, small blocks).
-      const RowOpTraits traits = row_op_traits(c, dt);
+      const OpTraits traits = op_traits(c, dt);
       if (traits.reduction_pairs > 0)
         for (const char* cfg : {"cache=2 fast=1 keep=1 onepass=1 rows=4 threads=8 vec=4",
                                 "cache=4 fast=0 keep=2 onepass=1 rows=1 smem=1 threads=1024 vec=2",
@@ -291,8 +291,8 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
                              std::to_string(config.get("rows")) + "))";
         const int64_t split = config.get_or("split", 1), persist = config.get_or("persist", 0);
         if (persist > 0)
-          groups = "(min " + groups + " (max 1 (div (mul " + std::to_string(persist) + " sm_count) " +
-                   std::to_string(split) + ")))";
+          groups = "(min " + groups + " (max 1 (min (div (mul " + std::to_string(persist) + " sm_count) " +
+                   std::to_string(split) + ") (div resident_blocks " + std::to_string(split) + "))))";
         EXPECT_EQ(k.launch.grid[0].to_string(),
                   split == 1 ? groups : "(mul " + groups + " " + std::to_string(split) + ")");
         NvrtcResult r = compile_cuda_to_cubin(k.source, "k_" + c.name, sm90.arch, config.get("fast") != 0);
@@ -539,22 +539,26 @@ TEST(RowReductionPrinter, PersistentBlocksCopyTheNextRowGroupAhead) {
   EXPECT_NE(src.find("if (aligned && cols <= kT * kS * kV * kC) {"), std::string::npos);
   EXPECT_NE(src.find("  for (long long grp = blockIdx.x / kS; grp < groups; grp += stride) {"), std::string::npos);
   // 1000 rows on 132 SMs: 66 clusters of 4 blocks; 10 rows: 10 clusters.
-  auto grid = [&](int64_t rows) {
+  // When the device holds fewer clusters at once (resident_blocks, from the
+  // occupancy queries: 30 clusters of 4, as a GPC of 18 SMs fits four), the
+  // grid is those; the shape symbol without that knowledge binds nothing.
+  auto grid = [&](int64_t rows, int64_t resident) {
     int64_t v = 0;
+    LaunchShape shape;
+    shape.domain = {16384, rows};
+    shape.sm_count = 132;
+    shape.resident_blocks = resident;
     EXPECT_TRUE(k.launch.grid[0]
-                    .evaluate(
-                        [&](const std::string& n, int64_t* out) {
-                          if (n == "d1") *out = rows;
-                          else if (n == "sm_count") *out = 132;
-                          else return false;
-                          return true;
-                        },
-                        &v)
+                    .evaluate([&](const std::string& n, int64_t* out) { return lookup_shape_symbol(shape, n, out); }, &v)
                     .ok());
     return v;
   };
-  EXPECT_EQ(grid(1000), 264);
-  EXPECT_EQ(grid(10), 40);
+  EXPECT_EQ(grid(1000, 0), 264);
+  EXPECT_EQ(grid(10, 0), 40);
+  EXPECT_EQ(grid(1000, 120), 120);
+  EXPECT_EQ(grid(1000, 123), 120);  // whole clusters
+  EXPECT_EQ(grid(10, 120), 40);
+  EXPECT_EQ(grid(1000, 3), 4);      // at least one cluster
   // A bf16 row packed as words is copied as it lies in memory.
   const PrintedKernel soft = print("softmax", DType::kBF16, "cache=4 fast=1 keep=0 persist=1 rows=2 smem=1 threads=64 vec=8");
   EXPECT_EQ(soft.launch.shared_bytes, 2 * 2 * 64 * 4 * 16);
@@ -601,10 +605,10 @@ TEST(RowReductionPrinter, PairsOfReductionsCombineOnce) {
   // sum of exp(v - max) of another v.
   EXPECT_EQ(pairs_of(parse_expression("out = x / mean((x - mean(y, col)) * (x - mean(y, col)), col)")), V{});
   EXPECT_EQ(pairs_of(parse_expression("out = x / sum(exp(2 * x - max(x, col)), col)")), V{});
-  const RowOpTraits ln = row_op_traits(find_pattern("layernorm"), DType::kBF16);
+  const OpTraits ln = op_traits(find_pattern("layernorm"), DType::kBF16);
   EXPECT_EQ(ln.weight_inputs, 2);
   EXPECT_EQ(ln.reduction_pairs, 1);
-  EXPECT_EQ(row_op_traits(find_pattern("softmax"), DType::kF32).weight_inputs, 0);
+  EXPECT_EQ(op_traits(find_pattern("softmax"), DType::kF32).weight_inputs, 0);
 
   // Both the cached path and the re-reading path (a longer row) combine
   // the pair once.

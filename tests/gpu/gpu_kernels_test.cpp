@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
 #include "generator/expr_parser.h"
 #include "generator/row_reduction_printer.h"
+#include "fusekit/kernel_launch.h"
 
 namespace fusekit {
 namespace {
@@ -75,6 +77,60 @@ TEST_F(GpuKernels, NvrtcKernelsMatchTheReferenceForEveryPatternAndDtype) {
               "threads=512 vec=2 ept=2 grid=2 fast=" + fast,
               "threads=64 vec=" + std::to_string(wide) + " ept=8 grid=8 fast=" + fast});
     }
+}
+
+// Tiles of one plane (bn_relu, plane=1): planes that do not start on a
+// vector (333 = H*W), that do (1000) but end in a partial tile, and whole
+// tiles; the grid-stride form too.
+TEST_F(GpuKernels, PlaneTilesMatchTheReference) {
+  const auto& bn = find_pattern("bn_relu");
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const std::string wide = std::to_string(16 / static_cast<int>(dtype_bytes(dt)));
+    const std::vector<std::string> configs = {"threads=128 vec=" + wide + " ept=2 grid=0 fast=1 plane=1",
+                                              "threads=256 vec=1 ept=1 grid=0 fast=0 plane=1",
+                                              "threads=64 vec=" + wide + " ept=4 grid=2 fast=1 plane=1"};
+    auto wl = make_candidate_workload(bn, dt);
+    std::vector<Candidate> batch;
+    for (const auto& s : configs) batch.push_back({Backend::kNvrtc, Config::parse(s)});
+    auto built = make_kernel_builder(bn, dt, arch())->build(batch);
+    MeasureOptions verify_only;
+    verify_only.time = false;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + configs[i]);
+      ASSERT_TRUE(built[i].ok) << built[i].error;
+      for (const std::vector<int64_t>& domain :
+           {std::vector<int64_t>{333, 7, 3}, std::vector<int64_t>{1000, 5, 3}, std::vector<int64_t>{16384, 64, 1}}) {
+        Problem p = wl->problem(domain);
+        MeasureResult r = measurer_->measure(*wl, p, {{&batch[i], &built[i].artifact}}, verify_only).front();
+        EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
+        EXPECT_LE(r.verify_error, 1.0);
+      }
+    }
+  }
+}
+
+// A persistent grid is as many clusters as the device holds at once: the
+// driver's count for a cluster of 4 blocks of 1024 threads with 128 KiB of
+// staged row each (one per SM) is whole clusters, and no more than one per
+// four SMs (on an H200, fewer: a cluster must fit in one GPC).
+TEST_F(GpuKernels, PersistentClustersAreCountedByTheDriver) {
+  if (arch().arch.number() < 90) GTEST_SKIP() << "clusters need sm_90";
+  const auto& c = find_pattern("rmsnorm");
+  const Candidate cand{Backend::kNvrtc,
+                       Config::parse("cache=4 fast=1 keep=0 persist=1 rows=1 smem=1 split=4 threads=1024 vec=4")};
+  const BuildResult b = build_f32(c, cand);
+  ASSERT_TRUE(b.ok) << b.error;
+  const CudaDriver* driver = nullptr;
+  ASSERT_TRUE(load_cuda_driver(&driver).ok());
+  LoadedKernel k;
+  ASSERT_TRUE(k.load(*driver, b.artifact).ok());
+  const int64_t sms = measurer_->device().sm_count;
+  std::printf("resident blocks of a persistent cluster of 4 (128 KiB each): %lld on %lld SMs\n",
+              static_cast<long long>(k.resident_blocks()), static_cast<long long>(sms));
+  RecordProperty("resident_blocks", static_cast<int>(k.resident_blocks()));
+  EXPECT_GT(k.resident_blocks(), 0);
+  EXPECT_EQ(k.resident_blocks() % 4, 0);
+  EXPECT_LE(k.resident_blocks(), sms);
 }
 
 TEST_F(GpuKernels, HalideKernelsMatchTheReference) {
@@ -152,7 +208,7 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
       // cached, persistent and re-reading; rows of 1001 and 65536 take the
       // re-reading path of the cached schedules too. Weights loaded ahead
       // (wbatch).
-      const RowOpTraits traits = row_op_traits(c, dt);
+      const OpTraits traits = op_traits(c, dt);
       if (traits.reduction_pairs > 0) {
         for (const std::string& s : {"cache=2 fast=0 keep=2 onepass=1 rows=4 threads=32 vec=" + wide,
                                      std::string("cache=1 fast=1 keep=1 onepass=1 rows=8 threads=8 vec=2"),

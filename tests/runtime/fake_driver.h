@@ -28,6 +28,12 @@ struct State {
   bool record = true;
   std::vector<Launch> launches;
   int max_dynamic_shared = 0;  // the last cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
+  // Occupancy: blocks per SM, the loaded function's compile-time cluster
+  // width (0: none) and the clusters the device holds of it.
+  int blocks_per_sm = 2;
+  int cluster_width = 0;
+  int active_clusters = 30;
+  unsigned occupancy_grid = 0;  // gridDimX of the last cluster query
 };
 
 inline State& state() {
@@ -57,6 +63,19 @@ inline CUresult func_set_attribute(CUfunction, CUfunction_attribute a, int v) {
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) state().max_dynamic_shared = v;
   return CUDA_SUCCESS;
 }
+inline CUresult func_get_attribute(int* v, CUfunction_attribute a, CUfunction) {
+  *v = a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH ? state().cluster_width : 0;
+  return CUDA_SUCCESS;
+}
+inline CUresult occupancy_blocks(int* n, CUfunction, int, size_t) {
+  *n = state().blocks_per_sm;
+  return CUDA_SUCCESS;
+}
+inline CUresult occupancy_clusters(int* n, CUfunction, const CUlaunchConfig* c) {
+  state().occupancy_grid = c->gridDimX;
+  *n = state().active_clusters;
+  return CUDA_SUCCESS;
+}
 inline CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned, CUstream s, void** params, void**) {
   if (!state().record) return CUDA_SUCCESS;
@@ -81,6 +100,9 @@ inline const CudaDriver& driver() {
     x.cuModuleUnload = module_unload;
     x.cuModuleGetFunction = module_function;
     x.cuFuncSetAttribute = func_set_attribute;
+    x.cuFuncGetAttribute = func_get_attribute;
+    x.cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy_blocks;
+    x.cuOccupancyMaxActiveClusters = occupancy_clusters;
     x.cuLaunchKernel = launch;
     x.cuGetErrorName = error_name;
     x.cuGetErrorString = error_name;

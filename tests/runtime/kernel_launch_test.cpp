@@ -29,6 +29,12 @@ TEST(LaunchShape, BindsDomainAndTensorSymbols) {
   EXPECT_EQ(v, 0);
   ASSERT_TRUE(lookup_shape_symbol(s, "sm_count", &v));
   EXPECT_EQ(v, 132);
+  // Not known: no bound (a persistent grid takes its other limits).
+  ASSERT_TRUE(lookup_shape_symbol(s, "resident_blocks", &v));
+  EXPECT_EQ(v, 2147483647LL);
+  s.resident_blocks = 120;
+  ASSERT_TRUE(lookup_shape_symbol(s, "resident_blocks", &v));
+  EXPECT_EQ(v, 120);
   EXPECT_FALSE(lookup_shape_symbol(s, "in1.extent.1", &v));   // in1 is 1-D
   EXPECT_FALSE(lookup_shape_symbol(s, "in2.extent.0", &v));   // no third input
   EXPECT_FALSE(lookup_shape_symbol(s, "d2", &v));
@@ -83,6 +89,33 @@ TEST(LoadedKernel, OptsIntoItsDynamicSharedMemory) {
   EXPECT_EQ(k.function(), nullptr);
   a.shared_bytes = 1024;  // within the default: loads, the launch decides
   EXPECT_TRUE(k.load(old, a).ok());
+}
+
+TEST(LoadedKernel, AsksTheDriverHowManyOfItsBlocksAreResident) {
+  KernelArtifact a;
+  a.image = "fake";
+  a.entry = "k";
+  a.block[0] = 1024;
+  LoadedKernel k;
+  fake::state().cluster_width = 0;
+  fake::state().blocks_per_sm = 2;
+  ASSERT_TRUE(k.load(fake::driver(), a).ok());
+  EXPECT_EQ(k.resident_blocks(), 2 * 132);
+  // A cluster kernel: whole clusters, as the cluster query counts them
+  // (asked with a grid of one cluster).
+  fake::state().cluster_width = 4;
+  fake::state().active_clusters = 30;
+  ASSERT_TRUE(k.load(fake::driver(), a).ok());
+  EXPECT_EQ(k.resident_blocks(), 120);
+  EXPECT_EQ(fake::state().occupancy_grid, 4u);
+  // A driver without the cluster query: not known, so nothing is bounded.
+  CudaDriver old = fake::driver();
+  old.cuOccupancyMaxActiveClusters = nullptr;
+  ASSERT_TRUE(k.load(old, a).ok());
+  EXPECT_EQ(k.resident_blocks(), 0);
+  fake::state().cluster_width = 0;
+  k.unload();
+  EXPECT_EQ(k.resident_blocks(), 0);
 }
 
 }  // namespace

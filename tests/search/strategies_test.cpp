@@ -105,9 +105,16 @@ TEST(PointwiseSeeds, AreLegalOnEveryArch) {
   for (const auto& arch : known_arch_limits())
     for (Backend b : {Backend::kNvrtc, Backend::kHalide})
       for (int bytes : {2, 4}) {
-        ParamSpace sp = PointwiseTemplate::space(arch, b, bytes);
-        for (const auto& c : PointwiseTemplate::seeds(b, bytes))
+        // An op with per-plane inputs (bn_relu) takes every seed; any other
+        // op every seed but the plane tiles.
+        OpTraits planes;
+        planes.plane_inputs = 2;
+        ParamSpace sp = PointwiseTemplate::space(arch, b, bytes, planes);
+        ParamSpace flat = PointwiseTemplate::space(arch, b, bytes);
+        for (const auto& c : PointwiseTemplate::seeds(b, bytes)) {
           EXPECT_TRUE(sp.legal(c)) << arch.arch.name() << " " << c.to_string() << ": " << sp.violation(c);
+          EXPECT_EQ(flat.legal(c), c.get_or("plane", 0) == 0) << arch.arch.name() << " " << c.to_string();
+        }
       }
 }
 

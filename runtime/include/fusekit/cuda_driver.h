@@ -57,6 +57,10 @@ struct CudaDriver {
   CUresult (*cuGraphDestroy)(CUgraph);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  // Optional (null when the driver lacks them; nothing else depends on
+  // them): the occupancy queries that size persistent grids.
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t);
+  CUresult (*cuOccupancyMaxActiveClusters)(int*, CUfunction, const CUlaunchConfig*);
 };
 
 // Loads libcuda once per process (thread-safe) and calls cuInit(0). Returns

@@ -21,13 +21,17 @@ struct LaunchShape {
   std::vector<std::vector<int64_t>> inputs;       // dims of each input tensor
   std::vector<std::vector<int64_t>> outputs;      // dims of each output tensor
   int sm_count = 1;
+  // Blocks of the kernel being launched that the device holds at once
+  // (LoadedKernel::resident_blocks); 0: not known.
+  int64_t resident_blocks = 0;
 
   int64_t elements() const;  // product of domain
 };
 
 // Symbol values a LaunchExpr may use: "n", "d<k>", "sm_count",
 // "in<i>.extent.<k>", "in<i>.min.<k>", "in<i>.stride.<k>" and the same for
-// "out<i>". Returns false for anything else.
+// "out<i>", and "resident_blocks" (2^31 - 1, no bound, when not known).
+// Returns false for anything else.
 bool lookup_shape_symbol(const LaunchShape& shape, const std::string& name, int64_t* value);
 
 // Device pointers and scalar values of one call.
@@ -56,11 +60,18 @@ class LoadedKernel {
   }
   CUfunction function() const { return function_; }
   bool loaded() const { return module_ != nullptr; }
+  // Blocks of this kernel (in whole clusters, for a kernel compiled with
+  // cluster dimensions) that the current device holds at once, from the
+  // driver's occupancy queries at load; 0 when the driver cannot say.
+  // Persistent grids are sized by it: a block that is not resident with the
+  // others waits for one of them to finish all its work.
+  int64_t resident_blocks() const { return resident_blocks_; }
 
  private:
   const CudaDriver* driver_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  int64_t resident_blocks_ = 0;
 };
 
 // The shape-dependent part of a launch: grid and shape-argument values,
