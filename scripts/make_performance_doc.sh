@@ -16,6 +16,9 @@ pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-r
 pooled+=(--rows-run 66ed6e3+ "$r-2f45bcf-peers-records.jsonl" -)  # no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$r-0e6d801-lnrms-records.jsonl" -)
 pooled+=(--rows-run 66ed6e3+ "$r-2acacfa-lnrms-records.jsonl" -)
+for run in 731a221-65k ee61f7b-65k; do
+  pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl" "$r-$run-rows-copy.jsonl")
+done
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -36,8 +39,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -96,6 +99,13 @@ fusekit tune --arch sm_90 --pattern add_rmsnorm,bias_add_softmax --dtype f32,bf1
 fusekit tune --arch sm_90 --pattern layernorm,rmsnorm --dtype bf16 --backend nvrtc --budget 24 --sizes 4096x16384
       # 0e6d801-lnrms and 2acacfa-lnrms, each the first step of a call that then ran
       # RECORDS=<its winners> PEERS_ARGS='--ops layernorm,rmsnorm' bash scripts/gpu_peers_session.sh (no copies)
+source scripts/device_env.sh; fusekit tune --arch sm_90 --pattern bn_relu --dtype f32,bf16 --backend nvrtc --budget 24 \
+  --sizes 67108864,1048576 --db /tmp/rows.db; OPS=rmsnorm,layernorm,softmax,add_layernorm,add_rmsnorm,log_softmax,bias_add_softmax \
+  DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc SIZES=1024x65536 SKIP_TESTS=1 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=45 \
+  MEMCHECK_SIZES=9x65537,7x16381 bash scripts/gpu_reduction_session.sh   # 731a221-65k, 3 min 40 s (bn_relu first, same database)
+OPS=(as above) DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc SIZES=1024x65536 SKIP_TESTS=1 TUNE_TIMEOUT=360 MEMCHECK_TIMEOUT=45 \
+  MEMCHECK_SIZES=9x65537,7x16381 bash scripts/gpu_reduction_session.sh   # ee61f7b-65k, 3 min 48 s
+timeout 200 gpu_test    # 963bca3: the GPU tests of this session, 10 of 10, first step of the peers call 963bca3
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -104,32 +114,36 @@ fusekit tune --arch sm_90 --pattern layernorm,rmsnorm --dtype bf16 --backend nvr
 # one row length (len=L), the two fastest generic schedules per timed length specialized; 610cf2d: also the two
 # fastest exact fits, and a 1024-thread register seed (610cf2d-lnrms: the six and six fastest); 2f45bcf: also, of the
 # four fastest per length, the two whose build for the length holds more warps per SM (ptxas registers); 0e6d801:
-# a 512-thread bf16 register seed for rows of 16384; 2acacfa: the warps list takes two beyond the other lists. Every schedule these runs name prints the same kernel in all the commits that
+# a 512-thread bf16 register seed for rows of 16384; 2acacfa: the warps list takes two beyond the other lists;
+# 731a221-65k: persistent seeds for rows of 65536, their grid capped at the clusters the device holds; ee61f7b-65k:
+# rows of 65536 split across clusters of 2. Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
-# whose pair combine c596d18 replaced: those records are left out. The rest pool into one database: each
+# whose pair combine c596d18 replaced: those records are left out; and persistent schedules (persist>0), whose
+# grid 731a221 caps at the clusters the device holds (before, P x SMs / split clusters, of which up to 3 clusters of
+# 4 were not resident on the H200): their records before 731a221 measured the uncapped grid (none wins a shape). The rest pool into one database: each
 # shape's winner is the schedule whose records have the lowest median, as \`fusekit build\` chooses." \
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --profile "$r-2f45bcf-profile-profile.json" \
-  --profile-command "scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-2f45bcf-peers-winners.jsonl \
-  VERIFY_TIMEOUT=60 MEMCHECK_TIMEOUT=60 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh  # run 2f45bcf
-# = fusekit build --arch sm_90 from the records of the peers run 2f45bcf (the same package it timed);
-#   fusekit verify --package (cubins up to 17 M elements: 164 checks, 0 failed; PTX: 122 checks, 0 failed);
-#   compute-sanitizer memcheck of verify --package up to 1.1 M elements (122 checks, 0 errors);
-#   python3 bench/profile_kernels.py calls; ncu --clock-control none --nvtx --nvtx-include fk/ ... ncu; merge" \
-  --peers 2f45bcf "$r-2f45bcf-peers-peers.json" --plots img \
+  --profile "$r-ee61f7b-profile-profile.json" \
+  --profile-command "# the second step of the peers call ee61f7b below, on the package that call built and timed:
+REUSE_PACKAGE=1 SKIP_VERIFY=1 CALLS_TIMEOUT=60 NCU_TIMEOUT=120 bash scripts/gpu_profile_session.sh
+# = python3 bench/profile_kernels.py calls (host time per call over 2000 back-to-back calls, CUDA events);
+#   ncu --clock-control none --nvtx --nvtx-include fk/ ... (profile_kernels.py ncu); merge" \
+  --peers ee61f7b "$r-ee61f7b-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200
-scripts/winners_jsonl.py \$R-2f45bcf-winners.jsonl \$R-a11723e-records.jsonl \$R-a2a0ff6-64m-records.jsonl \
-  \$R-{66ed6e3,d48ac76,3b98f01,f1af08a,927c29e,d66b27f-norms,d66b27f-softmax,b01c854,c596d18,746953c,4bb7884-a,4bb7884-b,610cf2d,610cf2d-1k,2f45bcf}-rows-records.jsonl \
-  \$R-610cf2d-lnrms-records.jsonl --exclude d66b27f onepass=1 --exclude b01c854 onepass=1   # 176 of 16 351 records
-# then in one device call (run 2f45bcf-peers, 5 min 10 s):
-source scripts/device_env.sh; fusekit tune --arch sm_90 --pattern add_rmsnorm,bias_add_softmax --dtype f32,bf16 \
-  --backend nvrtc --budget 24 --sizes 4096x16384,1024x65536 --db /tmp/t.db; fusekit db export --db /tmp/t.db \$OUT/records.jsonl
-scripts/winners_jsonl.py \$OUT/winners.jsonl \$R-2f45bcf-winners.jsonl \$OUT/records.jsonl      # 178 records
-RECORDS=\$OUT/winners.jsonl PEERS_TIMEOUT=330 VERIFY=1 VERIFY_TIMEOUT=45 MEMCHECK_TIMEOUT=50 bash scripts/gpu_peers_session.sh
+# The package's records: the winners of the previous full-suite call (2f45bcf; its command is in the row
+# notes' history), each later run's records added by scripts/winners_jsonl.py, which picks as fusekit build does:
+scripts/winners_jsonl.py \$R-0e6d801-lnrms-winners.jsonl \$R-2f45bcf-peers-winners.jsonl \$R-0e6d801-lnrms-records.jsonl
+scripts/winners_jsonl.py \$R-2acacfa-lnrms-winners.jsonl \$R-0e6d801-lnrms-winners.jsonl \$R-2acacfa-lnrms-records.jsonl
+scripts/winners_jsonl.py \$R-963bca3-peers-winners.jsonl \$R-2acacfa-lnrms-winners.jsonl \$R-731a221-65k-rows-records.jsonl
+scripts/winners_jsonl.py \$R-ee61f7b-peers-winners.jsonl \$R-963bca3-peers-winners.jsonl \$R-ee61f7b-65k-rows-records.jsonl
+# (179 records; run again, the chain picks the committed files' schedules, one rmsnorm bf16 schedule represented
+# by another of its records), then in one device call (run ee61f7b, 5 min 3 s with the profile after it):
+RECORDS=\$R-ee61f7b-peers-winners.jsonl PEERS_TIMEOUT=300 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
+  bash scripts/gpu_peers_session.sh
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
 #   compiles torch.compile's 252 graphs in 8 processes and then times every op; then fusekit verify --package
-#   (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)"
+#   (165 checks, 0 failed) and its memcheck (123 checks, 0 errors)"

@@ -222,6 +222,8 @@ def rows_section(w, a):
                 r = json.loads(l)
                 if any(run == x and p in r["params"].split() for x, p in a.rows_exclude):
                     continue
+                if r["pattern"] not in ROW_OPS:  # a pointwise op tuned in the same call
+                    continue
                 if r["shape"] != "any" and r["id"] not in seen:  # ids dedupe, as in a database
                     seen.add(r["id"])
                     r["run"] = run
