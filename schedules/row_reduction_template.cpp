@@ -152,7 +152,7 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   // grid capped at the clusters the device holds, they took 1.18-2.1x the
   // time of the best schedule of every op on the H200 (run 731a221-65k).
   // Rows of 65536 also split across clusters of 2 (in registers, 16 or 8
-  // vectors per thread, or staged): a cluster must fit in one GPC, and on
+  // vectors per thread, bf16 also 4 in 1024 threads, or staged): a cluster must fit in one GPC, and on
   // the H200 only 30 clusters of 4 blocks that fill an SM each are resident
   // (120 of 132 SMs; GpuKernels.PersistentClustersAreCountedByTheDriver),
   // while pairs fill every SM.
@@ -160,10 +160,11 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
                                {512, 1, 8, 1, 2, 0, 0},  {1024, 1, 0, 1, 2, 0, 0}, {256, 1, 8, 8, 1, 0, 0},
                                {512, 1, 8, 4, 1, 0, 0},  {512, 1, 8, 1, 1, 1, 0},  {1024, 1, 4, 1, 1, 1, 0},
                                {1024, 1, 4, 4, 1, 1, 0}, {1024, 1, 4, 1, 1, 1, 2}, {512, 1, 16, 2, 1, 0, 0},
-                               {1024, 1, 8, 2, 1, 0, 0},  {1024, 1, 8, 2, 1, 1, 0}};
+                               {1024, 1, 8, 2, 1, 0, 0},  {1024, 1, 8, 2, 1, 1, 0},  {2048, 1, 4, 2, 1, 0, 0}};
   for (const auto& s : shapes)
     for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
-      if (s[6] > 0 && element_bytes >= 4) continue;
+      // 2048 "threads" is a 16-bit seed's 1024 (no f32 block has as many).
+      if ((s[6] > 0 || s[0] > 1024) && element_bytes >= 4) continue;
       Config c;
       c.set("threads", s[2] > 0 ? s[0] * element_bytes / 4 : s[0]);
       c.set("rows", s[1]);

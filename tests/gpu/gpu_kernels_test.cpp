@@ -32,8 +32,11 @@ class GpuKernels : public ::testing::Test {
     return a ? *a : require_arch("sm_90");
   }
 
-  // Builds each config and verifies it at the odd shape and at 2^20 elements.
-  void verify(const FusionCandidate& c, DType dt, Backend backend, const std::vector<std::string>& configs) {
+  // Builds each config and verifies it at `domains`, by default the odd
+  // shape and 2^20 elements.
+  void verify(const FusionCandidate& c, DType dt, Backend backend, const std::vector<std::string>& configs,
+              std::vector<std::vector<int64_t>> domains = {}) {
+    if (domains.empty()) domains = {c.odd_domain(), c.domain_for_elements(1 << 20)};
     auto wl = make_candidate_workload(c, dt);
     auto builder = make_kernel_builder(c, dt, arch());
     std::vector<Candidate> batch;
@@ -44,7 +47,7 @@ class GpuKernels : public ::testing::Test {
     for (size_t i = 0; i < batch.size(); ++i) {
       SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + backend_name(backend) + " " + configs[i]);
       ASSERT_TRUE(built[i].ok) << built[i].error;
-      for (const auto& domain : {c.odd_domain(), c.domain_for_elements(1 << 20)}) {
+      for (const auto& domain : domains) {
         Problem p = wl->problem(domain);
         MeasureResult r = measurer_->measure(*wl, p, {{&batch[i], &built[i].artifact}}, verify_only).front();
         EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
@@ -83,29 +86,12 @@ TEST_F(GpuKernels, NvrtcKernelsMatchTheReferenceForEveryPatternAndDtype) {
 // vector (333 = H*W), that do (1000) but end in a partial tile, and whole
 // tiles; the grid-stride form too.
 TEST_F(GpuKernels, PlaneTilesMatchTheReference) {
-  const auto& bn = find_pattern("bn_relu");
   for (DType dt : {DType::kF32, DType::kBF16}) {
     const std::string wide = std::to_string(16 / static_cast<int>(dtype_bytes(dt)));
-    const std::vector<std::string> configs = {"threads=128 vec=" + wide + " ept=2 grid=0 fast=1 plane=1",
-                                              "threads=256 vec=1 ept=1 grid=0 fast=0 plane=1",
-                                              "threads=64 vec=" + wide + " ept=4 grid=2 fast=1 plane=1"};
-    auto wl = make_candidate_workload(bn, dt);
-    std::vector<Candidate> batch;
-    for (const auto& s : configs) batch.push_back({Backend::kNvrtc, Config::parse(s)});
-    auto built = make_kernel_builder(bn, dt, arch())->build(batch);
-    MeasureOptions verify_only;
-    verify_only.time = false;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + configs[i]);
-      ASSERT_TRUE(built[i].ok) << built[i].error;
-      for (const std::vector<int64_t>& domain :
-           {std::vector<int64_t>{333, 7, 3}, std::vector<int64_t>{1000, 5, 3}, std::vector<int64_t>{16384, 64, 1}}) {
-        Problem p = wl->problem(domain);
-        MeasureResult r = measurer_->measure(*wl, p, {{&batch[i], &built[i].artifact}}, verify_only).front();
-        EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
-        EXPECT_LE(r.verify_error, 1.0);
-      }
-    }
+    verify(find_pattern("bn_relu"), dt, Backend::kNvrtc,
+           {"threads=128 vec=" + wide + " ept=2 grid=0 fast=1 plane=1", "threads=256 vec=1 ept=1 grid=0 fast=0 plane=1",
+            "threads=64 vec=" + wide + " ept=4 grid=2 fast=1 plane=1"},
+           {{333, 7, 3}, {1000, 5, 3}, {16384, 64, 1}});
   }
 }
 
