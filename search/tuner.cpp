@@ -40,6 +40,24 @@ std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const 
   return out;
 }
 
+std::vector<Candidate> order_row_seeds(const std::vector<Candidate>& seeds, const std::vector<int64_t>& row_lengths) {
+  std::vector<int64_t> lengths;
+  for (int64_t l : row_lengths)
+    if (std::find(lengths.begin(), lengths.end(), l) == lengths.end()) lengths.push_back(l);
+  std::vector<std::vector<Candidate>> fits(lengths.size());
+  std::vector<Candidate> rest;
+  for (const Candidate& c : seeds) {
+    const auto at = std::find(lengths.begin(), lengths.end(), RowReductionTemplate::cached_row(c.config));
+    (at == lengths.end() ? rest : fits[at - lengths.begin()]).push_back(c);
+  }
+  std::vector<Candidate> out;
+  for (size_t rank = 0; out.size() + rest.size() < seeds.size(); ++rank)
+    for (const auto& f : fits)
+      if (rank < f.size()) out.push_back(f[rank]);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
 std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& timed, int64_t cols, size_t n,
                                             const std::vector<int>& specialized_warps) {
   std::vector<size_t> out;
@@ -211,6 +229,12 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     // value included), or the strategy would not find them in the space.
     for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes)))
       if (space.legal(c)) seeds.push_back({backend, space.complete(c)});
+    // When the budget cannot take every seed, the timed rows' own first.
+    if (task.kind == TemplateKind::kRowReduction && backend == Backend::kNvrtc) {
+      std::vector<int64_t> lengths;
+      for (const Problem& p : problems) lengths.push_back(p.domain.front());
+      seeds = order_row_seeds(seeds, lengths);
+    }
     // On a GPU, after the seeds, half of the budget left goes to the
     // analytic model's favourites (each timed shape's best, then each one's
     // second, ...), the rest to a random sample, which keeps the search from

@@ -31,6 +31,14 @@ struct TuneTask {
 std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const std::vector<Problem>& problems,
                                      size_t bytes_per_element, const ArchLimits& arch);
 
+// Row-reduction seeds in the order the budget takes them: round-robin over
+// the timed row lengths (`row_lengths`, in order, each once), each length's
+// seeds whose cached row is exactly that long in their own order; then the
+// seeds that fit none (re-reading ones, other lengths'). A tune of rows of
+// 65536 measures the seeds made for them before those made for rows of
+// 1024, and a tune of several lengths shares the budget among them.
+std::vector<Candidate> order_row_seeds(const std::vector<Candidate>& seeds, const std::vector<int64_t>& row_lengths);
+
 // The shape bucket a problem's records go to: the element count's, and for
 // row reductions also the row length's (see fusekit/shape_bucket.h).
 std::string problem_bucket(TemplateKind kind, const Problem& problem);

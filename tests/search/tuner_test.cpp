@@ -103,6 +103,56 @@ TEST(Tuner, MeasuresEveryLegalSeed) {
     EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
 }
 
+// Seeds past the budget: the timed rows' own first, shared among lengths.
+TEST(Tuner, TakesTheSeedsOfTheTimedRowLengthsFirst) {
+  auto seed = [](const char* c) { return Candidate{Backend::kNvrtc, Config::parse(c)}; };
+  const std::vector<Candidate> seeds = {
+      seed("cache=8 rows=4 split=1 threads=32 vec=4"),     // 1024
+      seed("cache=0 rows=1 split=1 threads=1024 vec=4"),   // re-reads: fits no length
+      seed("cache=2 rows=1 split=1 threads=128 vec=4"),    // 1024
+      seed("cache=8 rows=1 split=8 threads=256 vec=4"),    // 65536
+      seed("cache=4 rows=1 split=1 threads=256 vec=4"),    // 4096
+      seed("cache=8 rows=1 split=4 threads=512 vec=4")};   // 65536
+  auto order = [&](const std::vector<int64_t>& lengths) {
+    std::vector<std::string> out;
+    for (const Candidate& c : order_row_seeds(seeds, lengths)) out.push_back(c.config.to_string());
+    return out;
+  };
+  const std::vector<std::string> only_long = order({65536, 65536});
+  ASSERT_EQ(only_long.size(), seeds.size());
+  EXPECT_EQ(only_long[0], seeds[3].config.to_string());
+  EXPECT_EQ(only_long[1], seeds[5].config.to_string());
+  EXPECT_EQ(only_long[2], seeds[0].config.to_string());  // then the rest, in their order
+  const std::vector<std::string> both = order({1024, 65536});
+  EXPECT_EQ(both[0], seeds[0].config.to_string());
+  EXPECT_EQ(both[1], seeds[3].config.to_string());
+  EXPECT_EQ(both[2], seeds[2].config.to_string());
+  EXPECT_EQ(both[3], seeds[5].config.to_string());
+  EXPECT_EQ(both[4], seeds[1].config.to_string());
+
+  // Through the tuner: with a budget below the seeds' count, every seed made
+  // for rows of 65536 is measured on rows of 65536 (bf16 has more seeds than
+  // the default budget).
+  ModelTuning t("rmsnorm", DType::kBF16, "sm_90", {{65536, 16}});
+  const ParamSpace space = template_space(t.task.kind, t.arch, Backend::kNvrtc, 2, t.task.cached_inputs);
+  std::vector<std::string> long_seeds;
+  size_t legal = 0;
+  for (const Config& c : template_seeds(t.task.kind, Backend::kNvrtc, 2)) {
+    if (!space.legal(c)) continue;
+    ++legal;
+    if (RowReductionTemplate::cached_row(c) == 65536) long_seeds.push_back(space.complete(c).to_string());
+  }
+  ASSERT_GT(legal, long_seeds.size() + 2);
+  TunerOptions opt;
+  opt.budget = long_seeds.size() + 1;
+  opt.backends = {Backend::kNvrtc};
+  t.run(opt);
+  std::vector<std::string> measured;
+  for (const auto& r : t.db->all()) measured.push_back(r.params);
+  for (const std::string& s : long_seeds)
+    EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
+}
+
 // A GPU stand-in: the model's times, reported as measured; a kernel
 // compiled for one row length fails on any other (as prepare_launch
 // refuses it) and runs 10 % faster on its own. Remembers what it verified.
