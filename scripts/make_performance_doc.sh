@@ -16,7 +16,7 @@ pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-r
 pooled+=(--rows-run 66ed6e3+ "$r-2f45bcf-peers-records.jsonl" -)  # no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$r-0e6d801-lnrms-records.jsonl" -)
 pooled+=(--rows-run 66ed6e3+ "$r-2acacfa-lnrms-records.jsonl" -)
-for run in 731a221-65k ee61f7b-65k da426bc-65k; do
+for run in 731a221-65k ee61f7b-65k da426bc-65k 1795516-65k; do
   pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl" "$r-$run-rows-copy.jsonl")
 done
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
@@ -40,7 +40,7 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
   --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -109,6 +109,7 @@ timeout 200 gpu_test    # 963bca3: the GPU tests of this session, 10 of 10, firs
 OPS=rmsnorm,layernorm,softmax,log_softmax,add_layernorm,add_rmsnorm,bias_add_softmax DTYPES=bf16 BUDGET=24 BACKENDS=nvrtc \
   SIZES=1024x65536 TEST_TIMEOUT=170 TUNE_TIMEOUT=170 MEMCHECK_TIMEOUT=35 MEMCHECK_SIZES=9x65537,7x16381 \
   bash scripts/gpu_reduction_session.sh         # da426bc-65k, 3 min 26 s (GPU tests 10 of 10, after the peers call)
+OPS=rmsnorm,layernorm,softmax,log_softmax SKIP_TESTS=1 TUNE_TIMEOUT=120 MEMCHECK_TIMEOUT=30 (the rest as above)   # 1795516-65k, 1 min 29 s
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -119,7 +120,8 @@ OPS=rmsnorm,layernorm,softmax,log_softmax,add_layernorm,add_rmsnorm,bias_add_sof
 # four fastest per length, the two whose build for the length holds more warps per SM (ptxas registers); 0e6d801:
 # a 512-thread bf16 register seed for rows of 16384; 2acacfa: the warps list takes two beyond the other lists;
 # 731a221-65k: persistent seeds for rows of 65536, their grid capped at the clusters the device holds; ee61f7b-65k:
-# rows of 65536 split across clusters of 2; da426bc-65k: bf16 pairs of 1024-thread blocks. Every schedule these runs name prints the same kernel in all the commits that
+# rows of 65536 split across clusters of 2; da426bc-65k: bf16 pairs of 1024-thread blocks;
+# 1795516-65k: seeds past the budget taken by timed row length first. Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
 # whose pair combine c596d18 replaced: those records are left out; and persistent schedules (persist>0), whose
 # grid 731a221 caps at the clusters the device holds (before, P x SMs / split clusters, of which up to 3 clusters of
