@@ -138,8 +138,9 @@ REUSE_PACKAGE=1 SKIP_VERIFY=1 CALLS_TIMEOUT=60 NCU_TIMEOUT=120 bash scripts/gpu_
   --peers ee61f7b "$r-ee61f7b-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200
-# The package's records: the winners of the previous full-suite call (2f45bcf; its command is in the row
-# notes' history), each later run's records added by scripts/winners_jsonl.py, which picks as fusekit build does:
+# The package's records: the winners of the previous full-suite call (2f45bcf; its commands are in this
+# section as of commit 98f9956), each later run's records added by scripts/winners_jsonl.py, which picks as
+# fusekit build does:
 scripts/winners_jsonl.py \$R-0e6d801-lnrms-winners.jsonl \$R-2f45bcf-peers-winners.jsonl \$R-0e6d801-lnrms-records.jsonl
 scripts/winners_jsonl.py \$R-2acacfa-lnrms-winners.jsonl \$R-0e6d801-lnrms-winners.jsonl \$R-2acacfa-lnrms-records.jsonl
 scripts/winners_jsonl.py \$R-963bca3-peers-winners.jsonl \$R-2acacfa-lnrms-winners.jsonl \$R-731a221-65k-rows-records.jsonl
