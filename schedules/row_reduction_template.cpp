@@ -149,8 +149,9 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   // the same row; re-reading keeps every thread. No persistent seed for
   // rows of 65536: staged in persistent clusters of 4 (1024 f32 or 512 bf16
   // threads, one or two per SM; bf16 also 2 blocks of 1024 threads), their
-  // grid capped at the clusters the device holds, they took 1.18-2.1x the
-  // time of the best schedule of every op on the H200 (run 731a221-65k).
+  // grid capped at the clusters the device holds, each op's fastest of them
+  // took 1.17-1.61x the time of its best schedule on the H200 (run
+  // 731a221-65k).
   // Rows of 65536 also split across clusters of 2 (in registers, 16 or 8
   // vectors per thread, bf16 also 4 in 1024 threads, or staged): a cluster
   // must fit in one GPC, and on the H200 only 30 clusters of 4 blocks that
