@@ -514,8 +514,8 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     src << "      for (I i = base + threadIdx.x; i < end; i += kT) {\n";
   } else {
     src << "      for (I i = base + threadIdx.x; i < n; i += kT) {\n";
+    src << coords_at("i", "        ");
   }
-  if (!plane) src << coords_at("i", "        ");
   src << "        " << point_call(0);
   src << "      }\n    }\n  }\n}\n\n";
 

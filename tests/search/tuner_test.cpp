@@ -46,6 +46,13 @@ struct ModelTuning {
     std::filesystem::remove(path);
   }
   TuneSummary run(const TunerOptions& opt) { return tune(task, *measurer, *db, arch, opt); }
+  // Expects a record of every schedule in `params` (canonical text).
+  void expect_measured(const std::vector<std::string>& params) const {
+    std::vector<std::string> measured;
+    for (const auto& r : db->all()) measured.push_back(r.params);
+    for (const std::string& s : params)
+      EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
+  }
 
   const FusionCandidate& cand;
   const ArchLimits& arch;
@@ -97,10 +104,7 @@ TEST(Tuner, MeasuresEveryLegalSeed) {
   opt.budget = seeds.size();
   opt.backends = {Backend::kNvrtc};
   t.run(opt);
-  std::vector<std::string> measured;
-  for (const auto& r : t.db->all()) measured.push_back(r.params);
-  for (const std::string& s : seeds)
-    EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
+  t.expect_measured(seeds);
 }
 
 // Seeds past the budget: the timed rows' own first, shared among lengths.
@@ -147,10 +151,7 @@ TEST(Tuner, TakesTheSeedsOfTheTimedRowLengthsFirst) {
   opt.budget = long_seeds.size() + 1;
   opt.backends = {Backend::kNvrtc};
   t.run(opt);
-  std::vector<std::string> measured;
-  for (const auto& r : t.db->all()) measured.push_back(r.params);
-  for (const std::string& s : long_seeds)
-    EXPECT_NE(std::find(measured.begin(), measured.end(), s), measured.end()) << s << " was not measured";
+  t.expect_measured(long_seeds);
 }
 
 // A GPU stand-in: the model's times, reported as measured; a kernel
