@@ -47,7 +47,7 @@ struct Table {
                         reinterpret_cast<const unsigned char*>(k.image.data()), k.image.size(), k.entry.c_str(),
                         {k.block[0], k.block[1], k.block[2]}, {t[0].c_str(), t[1].c_str(), t[2].c_str()},
                         k.shared_bytes, k.pointer_alignment, params.back().data(),
-                        static_cast<int>(params.back().size()), "nvrtc", "bench", "", 1, 0, -1, 0});
+                        static_cast<int>(params.back().size()), "nvrtc", "bench", "", 1, 0, -1, 0, 1});
   }
 };
 

@@ -9,6 +9,7 @@
 //   fusekit verify --package DIR [--max-elements N]   (FUSEKIT_PTX_ONLY=1: the PTX variants)
 //   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE] [--pattern ...|--expr TEXT] [--cxx c++]
 //   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0 fast=0"]
+//                  [--backend halide]   (PTX from Halide instead of the CUDA C for NVRTC)
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -316,16 +317,21 @@ int cmd_verify(const po::variables_map& vm) {
       auto wl = make_candidate_workload(cand, dt);
       auto builder = make_kernel_builder(cand, dt, arch);
       auto built = builder->build(winners);
-      std::vector<std::vector<int64_t>> domains = {cand.odd_domain()};
+      std::vector<std::vector<int64_t>> domains;
       for (const auto& s : sizes_for(vm, cand)) domains.push_back(domain_for(cand, s));
       for (size_t i = 0; i < winners.size(); ++i) {
-        // A schedule compiled for one row length runs on rows of it only:
-        // an odd count of them stands in for the odd shape.
-        const int64_t fixed = RowReductionTemplate::fixed_row_length(winners[i].config);
-        std::vector<std::vector<int64_t>> own;
-        if (fixed > 0) own.push_back({fixed, RowReductionTemplate::kSpecializedVerifyRows});
-        for (const auto& d : domains)
-          if (fixed == 0 || d.front() == fixed) own.push_back(d);
+        // The odd shape, or rows the schedule runs on where it takes some
+        // row lengths only (an odd count of its `len`, a multiple of its
+        // vector), then each size it can run.
+        const TemplateKind kind = cand.template_kind();
+        std::vector<std::vector<int64_t>> own = {
+            template_verify_domain(kind, winners[i].config, winners[i].backend, cand.odd_domain())};
+        for (const auto& d : domains) {
+          int64_t elements = 1;
+          for (int64_t e : d) elements *= e;
+          if (template_size_violation(kind, winners[i].config, winners[i].backend, elements, d.front()).empty())
+            own.push_back(d);
+        }
         for (const auto& d : own) {
           Problem p = wl->problem(d);
           MeasureResult m;
@@ -381,15 +387,29 @@ int cmd_source(const po::variables_map& vm) {
   Config config = Config::parse(vm["params"].defaulted() && kind == TemplateKind::kRowReduction
                                     ? "cache=4 fast=0 rows=1 threads=256 vec=4"
                                     : vm["params"].as<std::string>());
-  ParamSpace space =
-      template_space(kind, arch, Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), cands[0].full_inputs(),
-                     op_traits(cands[0], dt));
+  // One backend: the CUDA C NVRTC compiles, or the PTX Halide emits.
+  Backend backend = Backend::kNvrtc;
+  if (!vm["backend"].defaulted()) {
+    const auto listed = split_list(vm["backend"].as<std::vector<std::string>>());
+    if (listed.size() != 1)
+      throw UserError("source prints one backend's kernel: give --backend nvrtc or --backend halide");
+    backend = parse_backend(listed.front());
+  }
+  if (backend == Backend::kHalide && vm["params"].defaulted())
+    config = kind == TemplateKind::kRowReduction ? Config::parse("lanes=1 threads=256 vec=4")
+                                                 : Config::parse("ept=1 threads=256 vec=4");
+  ParamSpace space = template_space(kind, arch, backend, static_cast<int>(dtype_bytes(dt)), cands[0].full_inputs(),
+                                    op_traits(cands[0], dt));
   std::string bad = space.violation(config);
-  if (!bad.empty()) throw UserError("--params '" + config.to_string() + "' is not a legal schedule for " +
-                                    arch.arch.name() + ": " + bad);
+  if (!bad.empty()) throw UserError("--params '" + config.to_string() + "' is not a legal " + backend_name(backend) +
+                                    " schedule for " + arch.arch.name() + ": " + bad);
+  const std::string symbol = kernel_symbol(cands[0], dt, arch.arch, backend, config);
+  if (backend == Backend::kHalide) {
+    std::fputs(build_halide_kernel(cands[0], dt, config, arch, symbol).source.c_str(), stdout);
+    return 0;
+  }
   Pipeline p = instantiate(cands[0], dt);
-  PrintedKernel k =
-      print_nvrtc_kernel(cands[0], p, config, kernel_symbol(cands[0], dt, arch.arch, Backend::kNvrtc, config));
+  PrintedKernel k = print_nvrtc_kernel(cands[0], p, config, symbol);
   std::fputs(k.source.c_str(), stdout);
   return 0;
 }

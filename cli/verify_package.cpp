@@ -19,6 +19,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "common/errors.h"
 #include "fusekit/cuda_driver.h"
@@ -133,14 +134,18 @@ int verify_package(const std::string& dir, int64_t max_elements) {
   std::map<std::pair<std::string, std::string>, std::set<std::pair<int, int>>> buckets;  // (n, row) log2
   // Variants compiled for one row length: (row length, n log2).
   std::map<std::pair<std::string, std::string>, std::set<std::pair<int64_t, int>>> fixed_rows;
+  // Variants taken for rows of a multiple of some length: (multiple, n log2, row log2).
+  std::map<std::pair<std::string, std::string>, std::set<std::tuple<int, int, int>>> row_multiples;
   std::set<std::string> expected, taken;
   for (const auto& v : manifest.at("variants")) {
     const std::string op = v.at("op"), dt = v.at("dtype"), bucket = v.at("shape_bucket");
     auto& b = buckets[{op, dt}];
     int n = 0, row = -1;
-    if (parse_shape_bucket(bucket, &n, &row)) b.insert({n, row});
+    const bool bucketed = parse_shape_bucket(bucket, &n, &row);
+    if (bucketed) b.insert({n, row});
     if (v.contains("row_length") && v.at("row_length").is_number_integer())
       fixed_rows[{op, dt}].insert({v.at("row_length").get<int64_t>(), n});
+    if (bucketed && v.value("row_multiple", 1) > 1) row_multiples[{op, dt}].insert({v.at("row_multiple").get<int>(), n, row});
     if (v.at("arch") == device_arch)
       expected.insert(v.at("entry").get<std::string>() + " | " + v.at("params").get<std::string>() + " | " + bucket);
   }
@@ -166,6 +171,13 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     for (const auto& [cols, k] : fixed_rows[key]) {
       const int64_t most = std::min(int64_t{1} << k, max_elements);
       cases.push_back({{cols, odd_at_most(std::max<int64_t>(1, most / cols))}, false});
+    }
+    // A variant for rows of a multiple of m: its bucket's odd shape with
+    // the row length rounded up to a multiple of m.
+    for (const auto& [m, k, row_k] : row_multiples[key]) {
+      std::vector<int64_t> d = odd_domain_in_bucket(*cand, k, row_k);
+      d.front() += (m - d.front() % m) % m;
+      cases.push_back({d, false});
     }
     cases.push_back({cand->odd_domain(), true});
     const std::vector<float> params = wl->param_values();

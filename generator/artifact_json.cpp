@@ -78,6 +78,7 @@ nlohmann::json artifact_to_json(const KernelArtifact& a) {
   j["shared_bytes"] = a.shared_bytes;
   j["pointer_alignment"] = a.pointer_alignment;
   if (a.row_length > 0) j["row_length"] = a.row_length;
+  if (a.row_multiple > 1) j["row_multiple"] = a.row_multiple;
   j["params"] = nlohmann::json::array();
   for (const auto& p : a.params)
     j["params"].push_back({{"kind", param_kind_name(p.kind)}, {"type", param_type_name(p.type)},
@@ -103,6 +104,7 @@ KernelArtifact artifact_from_json(const nlohmann::json& j) {
     a.shared_bytes = j.at("shared_bytes").get<int>();
     a.pointer_alignment = j.at("pointer_alignment").get<int>();
     a.row_length = j.value("row_length", int64_t{0});
+    a.row_multiple = j.value("row_multiple", 1);
     for (const auto& p : j.at("params")) {
       KernelParam k;
       k.kind = kind_from(p.at("kind").get<std::string>());

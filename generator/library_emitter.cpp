@@ -296,7 +296,7 @@ std::string write_table(const std::vector<Variant>& vs, const fs::path& image_di
       << c_string(a.grid[2].to_string()) << "}, " << a.shared_bytes << ", " << a.pointer_alignment << ", kParams"
       << i << ", " << a.params.size() << ", " << c_string(a.backend) << ", " << c_string(v.schedule) << ", "
       << c_string(v.record_id) << ", " << (v.measured ? 1 : 0) << ", " << (v.art.backend == "halide" ? 1 : 0)
-      << ", " << v.row_bucket << ", " << v.art.row_length << "},\n";
+      << ", " << v.row_bucket << ", " << v.art.row_length << ", " << v.art.row_multiple << "},\n";
   }
   t << "};\n\n}  // namespace\n\n"
        "fusekit::Package& fusekit_kernels_package() {\n"
@@ -521,7 +521,8 @@ EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
         {"backend", v.art.backend}, {"params", v.schedule}, {"record_id", v.record_id},
         {"provenance", v.record_id.empty() ? "generic (not tuned)" : v.measured ? "measured" : "modeled"},
         {"measured_on", v.gpu_name}, {"pointer_alignment", v.art.pointer_alignment},
-        {"row_length", v.art.row_length > 0 ? nlohmann::json(v.art.row_length) : nlohmann::json("any")}});
+        {"row_length", v.art.row_length > 0 ? nlohmann::json(v.art.row_length) : nlohmann::json("any")},
+        {"row_multiple", v.art.row_multiple}});
   }
   manifest["notes"] = report.notes;
   write_file(out / "share" / "fusekit_kernels" / "manifest.json", manifest.dump(1) + "\n");

@@ -166,6 +166,12 @@ Status prepare_launch(const KernelArtifact& artifact, const LaunchShape& shape, 
                       " columns; this call's rows have " +
                       (shape.domain.empty() ? std::string("none") : std::to_string(shape.domain[0])) +
                       ": launch a generic variant (a package selects one)");
+  if (artifact.row_multiple > 1 && (shape.domain.empty() || shape.domain[0] % artifact.row_multiple != 0))
+    return Status(StatusCode::kInvalidArgument,
+                  artifact.entry + " needs rows of a multiple of " + std::to_string(artifact.row_multiple) +
+                      " columns; this call's rows have " +
+                      (shape.domain.empty() ? std::string("none") : std::to_string(shape.domain[0])) +
+                      ": launch a variant for any row length (a package selects one)");
   for (int i = 0; i < 3; ++i) {
     int64_t g = 0;
     Status st = artifact.grid[i].evaluate(lookup, &g);

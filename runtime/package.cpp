@@ -100,6 +100,7 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
     if (v.sm != want_sm || v.dtype != dt || v.pointer_alignment > pointer_alignment) continue;
     if (std::strcmp(v.op, op_name) != 0) continue;
     if (v.row_length > 0 && v.row_length != row_length) continue;  // compiled for another row length
+    if (v.row_multiple > 1 && (row_length <= 0 || row_length % v.row_multiple != 0)) continue;  // unaligned rows
     if (v.index32 && elements > INT32_MAX) {  // 64-bit indexing needed: a 32-bit kernel would wrap
       too_large = true;
       continue;
@@ -146,6 +147,7 @@ Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* a) {
   a->shared_bytes = v.shared_bytes;
   a->pointer_alignment = v.pointer_alignment;
   a->row_length = v.row_length;
+  a->row_multiple = std::max(1, v.row_multiple);
   for (int i = 0; i < 3; ++i) {
     a->block[i] = v.block[i];
     Status st = LaunchExpr::parse(v.grid[i], &a->grid[i]);
@@ -184,7 +186,9 @@ struct Package::Loaded {
 
 Package::Package(const fusekit_variant_desc* table, size_t count, const CudaDriver* driver)
     : table_(table), count_(count), driver_(driver) {
-  for (size_t i = 0; i < count; ++i) fixed_rows_ |= table[i].row_length > 0;
+  // The recent-selection cache matches row lengths exactly where a variant
+  // is taken for some lengths of a bucket only.
+  for (size_t i = 0; i < count; ++i) fixed_rows_ |= table[i].row_length > 0 || table[i].row_multiple > 1;
 }
 Package::~Package() {
   // Modules die with their contexts; a package is often a static destroyed at

@@ -13,9 +13,16 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   ParamSpace s;
   if (backend == Backend::kHalide) {
     s.add("threads", {32, 64, 128, 256, 512, 1024});
+    // Added after the first Halide records: absent, each reads as the value
+    // of the schedule those records measured (scalar accesses, one thread
+    // combining the partials).
+    s.add("vec", {1, 2, 4, 8}, 1);
+    s.add("lanes", {0, 1}, 0);
     const int max_block = arch.max_threads_per_block;
     s.require("threads per block above the arch limit of " + std::to_string(max_block),
               [max_block](const Config& c) { return c.get("threads") <= max_block; });
+    s.require("an access wider than 16 bytes",
+              [element_bytes](const Config& c) { return c.get_or("vec", 1) * element_bytes <= 16; });
     return s;
   }
   s.add("threads", {8, 16, 32, 64, 128, 256, 512, 1024});
@@ -129,7 +136,11 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
 std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes) {
   std::vector<Config> out;
   if (backend == Backend::kHalide) {
+    // The first schedule (scalar, one thread combining) and 16-byte vectors
+    // combined by the lanes of a warp.
     for (int64_t t : {128, 256, 1024}) out.push_back(Config(std::map<std::string, int64_t>{{"threads", t}}));
+    for (int64_t t : {128, 256, 1024})
+      out.push_back(Config(std::map<std::string, int64_t>{{"threads", t}, {"vec", 16 / element_bytes}, {"lanes", 1}}));
     return out;
   }
   const int64_t wide = 16 / element_bytes;
@@ -252,24 +263,91 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
 
 void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
                                         const std::vector<std::pair<Halide::Func, Halide::RDom>>& reductions,
+                                        const std::vector<Halide::OutputImageParam>& buffers, int element_bytes,
                                         const Config& config) {
   using namespace Halide;
   const int threads = static_cast<int>(config.get("threads"));
+  const int vec = static_cast<int>(config.get_or("vec", 1));
+  const bool lanes = config.get_or("lanes", 0) == 1;
+  FUSEKIT_INTERNAL_ASSERT(!lanes || threads % 32 == 0, "lanes=1 needs whole warps");
   const Var col = vars.at(0), row = vars.at(1);
-  Var co("fk_co"), ci("fk_ci");
-  output.split(col, co, ci, threads, TailStrategy::GuardWithIf).reorder(ci, co, row).gpu_blocks(row).gpu_threads(ci);
+  if (vec > 1) {
+    // Vector accesses need every row to start on a vector: the pointers are
+    // aligned (the variant's pointer_alignment), and the row stride, which
+    // the runtime passes, is declared as the row length rounded down to a
+    // multiple of vec, which lets Halide prove the alignment. The two agree
+    // only for rows of a multiple of vec columns, the only rows such a
+    // variant is taken for (row_multiple).
+    for (OutputImageParam b : buffers) {
+      b.set_host_alignment(vec * element_bytes);
+      if (b.dimensions() == 2) b.dim(1).set_stride((b.dim(0).extent() / vec) * vec);
+    }
+  }
+  // Columns: ((co * warps + w) * 32 + l) * vec + v, the block's threads
+  // (w, l) or, with lanes=0, t = w * 32 + l.
+  Var co("fk_co"), ci("fk_ci"), cl("fk_cl"), cv("fk_cv");
+  output.split(col, co, ci, threads * vec, TailStrategy::GuardWithIf);
+  if (lanes) output.split(ci, ci, cl, 32 * vec);
+  Var& thread = lanes ? cl : ci;
+  if (vec > 1) output.split(thread, thread, cv, vec);
+  // Innermost first: the vector, then (lanes=0) the threads inside the
+  // block's loop over the row, or (lanes=1) that loop inside the threads,
+  // so that the last reduction can be computed per thread before it.
+  std::vector<VarOrRVar> order;
+  if (vec > 1) order.push_back(cv);
+  if (lanes) order.insert(order.end(), {co, cl, ci, row});
+  else order.insert(order.end(), {ci, co, row});
+  output.reorder(order).gpu_blocks(row);
+  if (lanes) output.gpu_lanes(cl).gpu_threads(ci);
+  else output.gpu_threads(ci);
+  if (vec > 1) output.vectorize(cv);
   for (size_t k = 0; k < reductions.size(); ++k) {
     Func total = reductions[k].first;
     const RDom& r = reductions[k].second;
     const std::string n = std::to_string(k);
-    RVar rxo("fk_rxo" + n), rxi("fk_rxi" + n);
-    Var u("fk_u" + n);
-    total.compute_at(output, row);
-    total.update().split(r.x, rxo, rxi, threads, TailStrategy::GuardWithIf);
-    Func partial = total.update().rfactor(rxi, u);
-    partial.bound(u, 0, threads).compute_at(output, row).gpu_threads(u);
-    partial.update().gpu_threads(u);
+    // Per-thread partials, strided over the row as the output is, in
+    // shared memory at the row's block.
+    RVar rxo("fk_rxo" + n), rxi("fk_rxi" + n), rxl("fk_rxl" + n), rxv("fk_rxv" + n);
+    Var u("fk_u" + n), w("fk_w" + n), v("fk_v" + n);
+    total.update().split(r.x, rxo, rxi, threads * vec);
+    if (lanes) total.update().split(rxi, rxi, rxl, 32 * vec);
+    RVar& rthread = lanes ? rxl : rxi;
+    if (vec > 1) total.update().split(rthread, rthread, rxv, vec);
+    std::vector<std::pair<RVar, Var>> factored = {{rthread, u}};
+    if (lanes) factored.push_back({rxi, w});
+    if (vec > 1) factored.push_back({rxv, v});
+    Func partial = total.update().rfactor(factored);
+    partial.bound(u, 0, lanes ? 32 : threads).compute_at(output, row);
+    if (lanes) partial.bound(w, 0, threads / 32);
+    if (vec > 1) partial.bound(v, 0, vec);
+    for (Stage s : {Stage(partial), partial.update()}) {
+      if (vec > 1) s.reorder(v, u).vectorize(v);
+      if (lanes) s.gpu_lanes(u).gpu_threads(w);
+      else s.gpu_threads(u);
+    }
+    if (!lanes) {
+      // One thread sums the partials.
+      total.compute_at(output, row);
+      continue;
+    }
+    // Lane l sums the partials of lane l of every warp; one value per lane
+    // is left. A reduction that a later one reads is finished at the
+    // block: warp 0's lanes, then one thread over their 32 sums. The last
+    // one is read by the outputs alone: each warp sums the lanes' columns
+    // itself and combines the 32 sums with warp shuffles (gpu_lanes: each
+    // lane reads the others' registers), with no barrier after it.
+    Var l("fk_l" + n);
+    Func lane = total.update().rfactor(rxl, l);
+    lane.bound(l, 0, 32);
+    const bool last = k + 1 == reductions.size();
+    lane.compute_at(output, last ? ci : row).gpu_lanes(l);
+    lane.update().gpu_lanes(l);
+    total.compute_at(output, last ? cl : row);
   }
+}
+
+int RowReductionTemplate::row_multiple(const Config& config, Backend backend) {
+  return backend == Backend::kHalide ? static_cast<int>(config.get_or("vec", 1)) : 1;
 }
 
 int64_t RowReductionTemplate::cached_row(const Config& config) {
@@ -303,9 +381,26 @@ std::string template_size_violation(TemplateKind kind, const Config& config, Bac
     const int64_t fixed = RowReductionTemplate::fixed_row_length(config);
     if (fixed > 0 && fixed != row_length)
       return "compiled for rows of " + std::to_string(fixed) + " columns, not " + std::to_string(row_length);
+    const int multiple = RowReductionTemplate::row_multiple(config, backend);
+    if (row_length % multiple != 0)
+      return "vector accesses of " + std::to_string(multiple) + " elements need rows of a multiple of " +
+             std::to_string(multiple) + " columns, not " + std::to_string(row_length);
     return "";
   }
   return PointwiseTemplate::size_violation(config, backend, elements);
+}
+
+std::vector<int64_t> template_verify_domain(TemplateKind kind, const Config& config, Backend backend,
+                                            std::vector<int64_t> odd) {
+  if (kind != TemplateKind::kRowReduction || odd.empty()) return odd;
+  if (const int64_t fixed = RowReductionTemplate::fixed_row_length(config); fixed > 0) {
+    odd.front() = fixed;
+    odd.back() = RowReductionTemplate::kSpecializedVerifyRows;
+    return odd;
+  }
+  const int64_t m = RowReductionTemplate::row_multiple(config, backend);
+  odd.front() += (m - odd.front() % m) % m;
+  return odd;
 }
 
 Config generic_schedule(TemplateKind kind) {

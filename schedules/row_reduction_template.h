@@ -59,6 +59,20 @@
 //            space's configs); L > 0: compiled for   tuner specializes its
 //            rows of exactly L columns, which the    best generic configs
 //            runtime launches for no other length    (TunerOptions::specialize)
+// The Halide backend's schedule (apply_halide) has its own parameters:
+//   threads  threads per row, one block per row       32 .. 1024
+//   vec      elements per access; > 1 takes rows of   1, 2, 4, 8 (<= 16
+//            a multiple of vec only (row_multiple)    bytes)
+//   lanes    0: one thread sums each reduction's      0, 1
+//            threads * vec partials; 1: the block is
+//            32 lanes by threads / 32 warps, lane l
+//            sums lane l's partials of every warp and
+//            32 sums are left: one thread adds them,
+//            or for the last reduction each warp
+//            combines them in warp shuffles
+//            (gpu_lanes)
+// Every pass reads the row again (no staging: Halide sizes a staged row by
+// the row length, and a launch here has a constant shared-memory size).
 // A cached 16-bit row stays packed, two elements per 32-bit register.
 // Records from before `split`, `keep`, `smem`, `unroll`, `persist`, `onepass`,
 // `wbatch` and `hint` existed read as split=1, keep=1, smem=0, unroll=1,
@@ -81,8 +95,8 @@ namespace fusekit {
 
 class RowReductionTemplate {
  public:
-  // NVRTC only: the Halide backend has no reduction schedule yet (empty
-  // space). `cached_inputs` full-size inputs share the register budget.
+  // The NVRTC parameters above, or the Halide ones. `cached_inputs`
+  // full-size inputs share the register budget.
   static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs,
                           const OpTraits& traits = {});
   static std::vector<Config> seeds(Backend backend, int element_bytes);
@@ -99,10 +113,15 @@ class RowReductionTemplate {
   // The Halide schedule (Halide backend): one block per row, `threads`
   // threads; each reduction rfactor'ed into per-thread partials in shared
   // memory (computed at the row's block), then combined; the output stage
-  // strides the row across the threads.
+  // strides the row across the threads. `buffers`: the pipeline's inputs
+  // and outputs, whose alignment a vector schedule declares.
   static void apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
                            const std::vector<std::pair<Halide::Func, Halide::RDom>>& reductions,
+                           const std::vector<Halide::OutputImageParam>& buffers, int element_bytes,
                            const Config& config);
+  // Rows a schedule's kernel is taken for must have a multiple of this
+  // many columns (Halide vector schedules: vec); 1 for any row.
+  static int row_multiple(const Config& config, Backend backend);
 };
 
 // Which template a candidate's kernels follow, and the tuner's view of it.
@@ -114,6 +133,12 @@ std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int eleme
 // extent (a row reduction's row) is `row_length`; else why not.
 std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements,
                                     int64_t row_length);
+// The odd shape a schedule is verified on, from the op's odd shape `odd`
+// (innermost first): `odd` itself, or for a row schedule taken for some row
+// lengths only, rows it takes: kSpecializedVerifyRows rows of its `len`, or
+// the odd row length rounded up to its row_multiple.
+std::vector<int64_t> template_verify_domain(TemplateKind kind, const Config& config, Backend backend,
+                                            std::vector<int64_t> odd);
 // The schedule of the generic variant a package always carries: no
 // alignment needs beyond an element.
 Config generic_schedule(TemplateKind kind);

@@ -77,9 +77,9 @@ class AnalyticCostModel final : public CostModel {
   //   latency    rows per SM / rows resident per SM x one row's phases.
   // Residency follows threads and an estimate of registers: 32 plus, per
   // element a thread holds, its storage and one f32 for the math.
-  // The Halide schedule (`threads` only): one block per row, scalar accesses,
-  // every pass reading the row again, each reduction's `threads` partials
-  // combined by one thread.
+  // The Halide schedule: one block per row, every pass reading the row
+  // again, each reduction's threads * vec partials combined by one thread
+  // or (lanes=1) by the lanes of a warp.
   double predict_row_reduction(const Problem& problem, double bytes, size_t bytes_per_element, const Config& c) const {
     const double cols = static_cast<double>(problem.domain.at(0));
     const double rows = problem.domain.size() > 1 ? static_cast<double>(problem.domain[1]) : 1.0;
@@ -146,8 +146,10 @@ class AnalyticCostModel final : public CostModel {
     // One row's dependent phases (µs): the first load's latency, two
     // combines (shuffles; shared memory and a barrier past a warp; a cluster
     // barrier across blocks), the re-reads of an uncached row, the store.
-    const double combine = (threads > 32 ? 0.25 : 0.05) + (split > 1 ? 0.5 : 0.0) +
-                           (halide ? 0.004 * threads : 0.0);
+    // Halide's partials are summed serially: all threads * vec of them by
+    // one thread, or (lanes=1) a warp's share per lane and 32 by shuffles.
+    const double serial = c.get_or("lanes", 0) == 1 ? threads / 32.0 * vec + 32.0 : threads * vec;
+    const double combine = (threads > 32 ? 0.25 : 0.05) + (split > 1 ? 0.5 : 0.0) + (halide ? 0.004 * serial : 0.0);
     // A thread's own arithmetic over the elements it holds, about 8
     // instructions per element per pass for three passes, issued by one of
     // four schedulers shared with the other resident warps (~2 GHz).

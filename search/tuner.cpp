@@ -169,12 +169,21 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     if (dev.measured && !alive.empty()) {
       MeasureOptions vo = options.measure;
       vo.time = false;
-      std::vector<MeasureResult> v = measurer.measure(wl, verify, inputs_of(alive), vo);
+      // Grouped by the odd shape each can run: a Halide vector schedule
+      // takes rows of a multiple of its vector only.
+      std::map<std::vector<int64_t>, std::vector<size_t>> groups;
+      for (size_t i : alive)
+        groups[template_verify_domain(task.kind, batch[i].config, backend, verify.domain)].push_back(i);
       std::vector<size_t> passed;
-      for (size_t k = 0; k < alive.size(); ++k) {
-        if (v[k].status == RecordStatus::kOk) passed.push_back(alive[k]);
-        else fail_record(alive[k], verify.shape_text, problem_bucket(task.kind, verify), v[k]);
+      for (const auto& [domain, idx] : groups) {
+        const Problem shape = domain == verify.domain ? verify : wl.problem(domain);
+        std::vector<MeasureResult> v = measurer.measure(wl, shape, inputs_of(idx), vo);
+        for (size_t k = 0; k < idx.size(); ++k) {
+          if (v[k].status == RecordStatus::kOk) passed.push_back(idx[k]);
+          else fail_record(idx[k], shape.shape_text, problem_bucket(task.kind, shape), v[k]);
+        }
       }
+      std::sort(passed.begin(), passed.end());
       alive = passed;
     }
     // Problem-major, so each problem's data and reference are prepared once.

@@ -127,7 +127,19 @@ TEST_F(Cli, SourcePrintsTheKernelOrRejectsAnIllegalSchedule) {
   EXPECT_NE(ok.out.find("__launch_bounds__(128)"), std::string::npos);
   CliRun bad = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=2048 vec=4 ept=1 grid=0 fast=0'");
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.out.find("not a legal schedule"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("not a legal nvrtc schedule"), std::string::npos) << bad.out;
+  // --backend halide prints Halide's PTX; its default row schedule combines
+  // in warp shuffles.
+  CliRun ptx = fusekit("source --pattern layernorm --arch sm_90 --backend halide");
+  EXPECT_EQ(ptx.code, 0) << ptx.out;
+  EXPECT_NE(ptx.out.find(".entry"), std::string::npos);
+  EXPECT_NE(ptx.out.find("shfl.sync"), std::string::npos);
+  CliRun flat = fusekit("source --pattern relu_add --arch sm_90 --backend halide");
+  EXPECT_EQ(flat.code, 0) << flat.out;
+  EXPECT_NE(flat.out.find(".entry"), std::string::npos);
+  CliRun two = fusekit("source --pattern relu_add --arch sm_90 --backend nvrtc,halide");
+  EXPECT_EQ(two.code, 2);
+  EXPECT_NE(two.out.find("give --backend nvrtc or --backend halide"), std::string::npos) << two.out;
 }
 
 }  // namespace

@@ -53,20 +53,35 @@ TEST(HalideBackend, EmitsPtxAndALaunchDescriptionForEveryF32Pattern) {
 // Row reductions: one kernel, one block of `threads` per row, the rfactor'ed
 // partials in constant shared memory; a mean's row length arrives as an f32
 // shape argument. (Built and described here; run on the GPU by gpu_test.)
+// lanes=1 makes the block 32 lanes by threads/32 warps, and the last
+// reduction combines in warp shuffles; vec>1 loads whole vectors and takes
+// rows of a multiple of vec only.
 TEST(HalideBackend, RowReductionsLowerToOneKernelPerPipeline) {
   const ArchLimits& sm90 = require_arch("sm_90");
   for (const auto& c : catalog()) {
     if (!c.reduces()) continue;
     SCOPED_TRACE(c.name);
-    for (int threads : {32, 1024}) {
-      KernelArtifact a = build_halide_kernel(c, DType::kF32, Config::parse("threads=" + std::to_string(threads)), sm90,
-                                             "fk_rows");
+    for (const char* params : {"threads=32", "threads=1024", "lanes=1 threads=256 vec=4", "lanes=1 threads=32 vec=2",
+                               "lanes=0 threads=128 vec=4"}) {
+      SCOPED_TRACE(params);
+      const Config config = Config::parse(params);
+      const int threads = static_cast<int>(config.get("threads")), vec = static_cast<int>(config.get_or("vec", 1));
+      const bool lanes = config.get_or("lanes", 0) == 1;
+      KernelArtifact a = build_halide_kernel(c, DType::kF32, config, sm90, "fk_rows");
       EXPECT_EQ(a.image_kind, ImageKind::kPtx);
-      EXPECT_EQ(a.block[0], threads);
-      EXPECT_EQ(a.block[1], 1);
-      EXPECT_GE(a.shared_bytes, threads * 4);
+      EXPECT_EQ(a.block[0], lanes ? 32 : threads);
+      EXPECT_EQ(a.block[1], lanes ? threads / 32 : 1);
+      EXPECT_GE(a.shared_bytes, threads * vec * 4);
+      EXPECT_EQ(a.pointer_alignment, vec * 4);
+      EXPECT_EQ(a.row_multiple, vec);
+      EXPECT_EQ(a.image.find("shfl.sync") != std::string::npos, lanes);
+      if (vec == 4) {
+        EXPECT_NE(a.image.find("ld.global.v4.f32"), std::string::npos);
+      } else if (vec == 1) {
+        EXPECT_EQ(a.image.find("ld.global.v"), std::string::npos);
+      }
       LaunchShape s;
-      s.domain = {3001, 37};
+      s.domain = {3004, 37};
       s.outputs.assign(c.outputs.size(), s.domain);
       for (size_t i = 0; i < c.inputs.size(); ++i) s.inputs.push_back(c.input_dims(i, s.domain));
       EXPECT_EQ(eval(a.grid[0], s), 37);
@@ -74,7 +89,7 @@ TEST(HalideBackend, RowReductionsLowerToOneKernelPerPipeline) {
       for (const auto& p : a.params) {
         if (p.kind != KernelParam::Kind::kShape) continue;
         const int64_t v = eval(p.expr, s);
-        if (p.type == KernelParam::Type::kF32) row_length_as_float |= v == 3001;
+        if (p.type == KernelParam::Type::kF32) row_length_as_float |= v == 3004;
       }
       const bool has_mean = canonical_pipeline_text(c, DType::kF32).find("mean over col") != std::string::npos;
       if (has_mean) EXPECT_TRUE(row_length_as_float);

@@ -129,10 +129,17 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     // Two cached inputs halve the register budget.
     EXPECT_FALSE(RowReductionTemplate::space(arch, Backend::kNvrtc, 4, 2)
                      .legal(Config::parse("cache=16 fast=1 rows=1 split=1 threads=1024 vec=4")));
-    // Halide: one block of `threads` per row (32 ... 1024).
+    // Halide: one block of `threads` per row (32 ... 1024), vectors of up to
+    // 16 bytes, partials combined by one thread or by the lanes of a warp.
     const ParamSpace halide = RowReductionTemplate::space(arch, Backend::kHalide, 4, 1);
-    EXPECT_EQ(halide.enumerate().size(), 6u);
-    for (const Config& c : RowReductionTemplate::seeds(Backend::kHalide, 4)) EXPECT_TRUE(halide.legal(c));
+    EXPECT_EQ(halide.enumerate().size(), 6u * 3 * 2);
+    EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kHalide, 2, 1).enumerate().size(), 6u * 4 * 2);
+    EXPECT_FALSE(halide.legal(Config::parse("lanes=1 threads=256 vec=8")));  // 32-byte access
+    for (int bytes : {4, 2})
+      for (const Config& c : RowReductionTemplate::seeds(Backend::kHalide, bytes))
+        EXPECT_TRUE(RowReductionTemplate::space(arch, Backend::kHalide, bytes, 1).legal(c)) << c.to_string();
+    // Records from before vec and lanes read as the scalar schedule.
+    EXPECT_TRUE(halide.legal(halide.complete(Config::parse("threads=256"))));
     // onepass=1 only for an op with a pair of reductions (cached or not),
     // wbatch=1 only for one with weights beside a cached row; weights ahead
     // count against 256 bytes per thread.
@@ -373,6 +380,35 @@ TEST(RowReductionPrinter, SpecializedRowsFoldTheRowLength) {
                                     Backend::kNvrtc, 4096 * 5, 4096),
             "compiled for rows of 16384 columns, not 4096");
   EXPECT_EQ(template_size_violation(TemplateKind::kRowReduction, generic, Backend::kNvrtc, 4096 * 5, 4096), "");
+  // It is verified on an odd count of rows of its length.
+  EXPECT_EQ(template_verify_domain(TemplateKind::kRowReduction, RowReductionTemplate::specialize(generic, 16384),
+                                   Backend::kNvrtc, {1001, 97}),
+            (std::vector<int64_t>{16384, RowReductionTemplate::kSpecializedVerifyRows}));
+  EXPECT_EQ(template_verify_domain(TemplateKind::kRowReduction, generic, Backend::kNvrtc, {1001, 97}),
+            (std::vector<int64_t>{1001, 97}));
+}
+
+// A Halide vector schedule runs on rows of a multiple of its vector only:
+// the tuner times it on no other and verifies it on the odd shape's row
+// length rounded up to one.
+TEST(RowReductionTemplate, HalideVectorsTakeRowsOfAMultipleOfTheVector) {
+  const Config vec4 = Config::parse("lanes=1 threads=256 vec=4");
+  EXPECT_EQ(RowReductionTemplate::row_multiple(vec4, Backend::kHalide), 4);
+  EXPECT_EQ(RowReductionTemplate::row_multiple(Config::parse("threads=256"), Backend::kHalide), 1);
+  EXPECT_EQ(RowReductionTemplate::row_multiple(Config::parse("cache=4 fast=1 rows=1 threads=256 vec=4"),
+                                               Backend::kNvrtc),
+            1);  // NVRTC kernels take any row
+  EXPECT_EQ(template_size_violation(TemplateKind::kRowReduction, vec4, Backend::kHalide, 3001 * 3000, 3001),
+            "vector accesses of 4 elements need rows of a multiple of 4 columns, not 3001");
+  EXPECT_EQ(template_size_violation(TemplateKind::kRowReduction, vec4, Backend::kHalide, 4096 * 8192, 4096), "");
+  EXPECT_EQ(template_verify_domain(TemplateKind::kRowReduction, vec4, Backend::kHalide, {1001, 97}),
+            (std::vector<int64_t>{1004, 97}));
+  EXPECT_EQ(template_verify_domain(TemplateKind::kRowReduction, Config::parse("lanes=1 threads=64 vec=2"),
+                                   Backend::kHalide, {1001, 97}),
+            (std::vector<int64_t>{1002, 97}));
+  EXPECT_EQ(template_verify_domain(TemplateKind::kPointwise, Config::parse("ept=1 threads=256 vec=4"),
+                                   Backend::kHalide, {100003}),
+            (std::vector<int64_t>{100003}));
 }
 
 TEST(RowReductionPrinter, ReductionsComeFromTheHalideExprs) {

@@ -230,15 +230,22 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;
         }
       }
-      // The Halide schedule (f32; Halide 14 cannot build bf16).
+      // The Halide schedule (f32; Halide 14 cannot build bf16): scalar,
+      // vectors (on rows of a multiple of the vector: the odd shapes' row
+      // lengths rounded up to one), partials combined by one thread or by
+      // warp lanes and shuffles, one warp or 32.
       if (dt == DType::kF32) {
-        std::vector<Candidate> hb = {{Backend::kHalide, Config::parse("threads=32")},
-                                     {Backend::kHalide, Config::parse("threads=256")}};
+        std::vector<Candidate> hb;
+        for (const char* s : {"threads=32", "threads=256", "lanes=1 threads=32", "lanes=1 threads=256 vec=4",
+                              "lanes=0 threads=128 vec=2", "lanes=1 threads=1024 vec=4"})
+          hb.push_back({Backend::kHalide, Config::parse(s)});
         auto hbuilt = builder->build(hb);
         for (size_t i = 0; i < hb.size(); ++i) {
           SCOPED_TRACE(c.name + " halide " + hb[i].config.to_string());
           ASSERT_TRUE(hbuilt[i].ok) << hbuilt[i].error;
-          for (const auto& domain : domains) {
+          for (const auto& given : domains) {
+            const std::vector<int64_t> domain =
+                template_verify_domain(TemplateKind::kRowReduction, hb[i].config, Backend::kHalide, given);
             Problem p = wl->problem(domain);
             MeasureResult r = measurer_->measure(*wl, p, {{&hb[i], &hbuilt[i].artifact}}, verify_only).front();
             EXPECT_EQ(r.status, RecordStatus::kOk) << p.shape_text << ": " << r.error;

@@ -18,11 +18,11 @@ const unsigned char kImage[] = {0};
 
 const fusekit_variant_desc kTable[] = {
     {"relu_add", 0, 20, 90, 0, kImage, 1, "tuned", {128, 1, 1}, {"(max 1 (div (add n 511) 512))", "1", "1"}, 0, 16,
-     kParams, 4, "nvrtc", "vec=4", "r1", 1, 0, -1, 0},
+     kParams, 4, "nvrtc", "vec=4", "r1", 1, 0, -1, 0, 0},
     {"relu_add", 0, -1, 90, 0, kImage, 1, "generic", {256, 1, 1}, {"(max 1 (div (add n 255) 256))", "1", "1"}, 0, 4,
-     kParams, 4, "nvrtc", "vec=1", "", 0, 0, -1, 0},
+     kParams, 4, "nvrtc", "vec=1", "", 0, 0, -1, 0, 0},
     {"relu_add", 0, -1, 0, 1, kImage, 1, "ptx", {64, 1, 1}, {"(max 1 (div (add n 63) 64))", "1", "1"}, 0, 4,
-     kParams32, 4, "nvrtc", "vec=1", "", 0, 0, -1, 0},
+     kParams32, 4, "nvrtc", "vec=1", "", 0, 0, -1, 0, 0},
 };
 
 class PackageLaunch : public ::testing::Test {

@@ -9,10 +9,11 @@ namespace {
 const fusekit_param_desc kParams[] = {{0, 0, 0, ""}, {1, 0, 0, ""}, {3, 3, 0, "n"}};
 
 fusekit_variant_desc variant(const char* entry, int sm, int kind, int bucket, int align, int dtype = 0,
-                             const char* op = "relu_add", int index32 = 0, int row_log2 = -1, int row_length = 0) {
+                             const char* op = "relu_add", int index32 = 0, int row_log2 = -1, int row_length = 0,
+                             int row_multiple = 0) {
   static const unsigned char image[] = {0};
   return {op,    dtype, bucket,  sm, kind, image, 1, entry, {128, 1, 1}, {"(div (add n 127) 128)", "1", "1"},
-          0,     align, kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32, row_log2, row_length};
+          0,     align, kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32, row_log2, row_length, row_multiple};
 }
 
 const fusekit_variant_desc kTable[] = {
@@ -30,6 +31,9 @@ const fusekit_variant_desc kTable[] = {
     // compiled for rows of exactly 16384 columns, beside the bucket's generic winner
     variant("softmax_n26_len16384", 90, 0, 26, 16, 0, "softmax", 0, 14, 16384),
     variant("softmax_generic", 90, 0, -1, 2, 0, "softmax"),
+    // layernorm: a Halide vector winner (rows of a multiple of 4 columns) and a generic variant.
+    variant("layernorm_vec4", 90, 0, 26, 16, 0, "layernorm", 1, 14, 0, 4),
+    variant("layernorm_generic", 90, 0, -1, 4, 0, "layernorm"),
 };
 constexpr size_t kCount = sizeof(kTable) / sizeof(kTable[0]);
 
@@ -118,6 +122,35 @@ TEST(SelectVariant, ExactRowLengthVariantsServeTheirLengthOnly) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("compiled for rows of 16384 columns; this call's rows have 16383"), std::string::npos)
       << st.message();
+}
+
+// A variant for rows of a multiple of its vector is taken for such rows
+// only, and launched directly for others it is a status.
+TEST(SelectVariant, RowMultiplesTakeAlignedRowsOnly) {
+  auto layernorm = [](int64_t rows, int64_t cols) {
+    return pick(90, rows * cols, 256, DType::kF32, "layernorm", cols);
+  };
+  EXPECT_STREQ(layernorm(4096, 16384).variant->entry, "layernorm_vec4");
+  EXPECT_STREQ(layernorm(4096, 16388).variant->entry, "layernorm_vec4");
+  EXPECT_STREQ(layernorm(4096, 16383).variant->entry, "layernorm_generic");
+  EXPECT_STREQ(layernorm(4096, 16386).variant->entry, "layernorm_generic");
+  // Unknown row length: not taken.
+  EXPECT_STREQ(pick(90, int64_t{1} << 26, 256, DType::kF32, "layernorm").variant->entry, "layernorm_generic");
+  KernelArtifact a;
+  ASSERT_TRUE(variant_artifact(*layernorm(4096, 16384).variant, &a).ok());
+  EXPECT_EQ(a.row_multiple, 4);
+  LaunchShape shape;
+  shape.domain = {16388, 4096};
+  PreparedLaunch prepared;
+  EXPECT_TRUE(prepare_launch(a, shape, &prepared).ok());
+  shape.domain = {16386, 4096};
+  Status st = prepare_launch(a, shape, &prepared);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("needs rows of a multiple of 4 columns; this call's rows have 16386"), std::string::npos)
+      << st.message();
+  // Tables written before the field leave it 0: any row.
+  ASSERT_TRUE(variant_artifact(*layernorm(4096, 16383).variant, &a).ok());
+  EXPECT_EQ(a.row_multiple, 1);
 }
 
 TEST(SelectVariant, SameMajorCubinThenPtx) {

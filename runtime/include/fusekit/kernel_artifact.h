@@ -54,6 +54,10 @@ struct KernelArtifact {
   // > 0: compiled for an innermost extent (a row reduction's row) of exactly
   // this length; prepare_launch refuses any other. 0: any length.
   int64_t row_length = 0;
+  // > 1: only for rows of a multiple of this many columns (a Halide vector
+  // schedule, whose rows must start on a vector); prepare_launch refuses
+  // others. 1: any.
+  int row_multiple = 1;
   // What ptxas reported for an NVRTC cubin (0: unknown): registers per
   // thread and static shared memory per block, for residency estimates.
   int registers = 0;

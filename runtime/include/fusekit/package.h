@@ -56,6 +56,8 @@ typedef struct fusekit_variant_desc {
   int row_log2;            // row reductions: tuned for rows of <= 2^row_log2 columns; -1 otherwise
   int row_length;          // > 0: compiled for rows of exactly this many columns (taken for no
                            // other row length); 0: any
+  int row_multiple;        // > 1: taken only for rows of a multiple of this many columns; 0 or 1:
+                           // any (tables written before the field leave it 0)
 } fusekit_variant_desc;
 
 #ifdef __cplusplus
@@ -153,7 +155,7 @@ class Package {
   const fusekit_variant_desc* table_;
   size_t count_;
   const CudaDriver* driver_;
-  bool fixed_rows_ = false;  // some variant is compiled for one row length
+  bool fixed_rows_ = false;  // some variant is taken for some row lengths of a bucket only
   std::mutex mutex_;
   std::vector<std::unique_ptr<Loaded>> loaded_;  // never shrinks: Recent points into it
   Recent recent_[kRecent];
