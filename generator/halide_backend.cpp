@@ -258,6 +258,17 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
     if (threads.op() != LaunchExpr::Op::kConst) throw UserError("halide backend: thread extent is not a constant");
     art.block[i] = static_cast<int>(threads.value());
   }
+  // Halide 14 does not tell ptxas the block size, which then may give a
+  // thread more registers than a block of it can have (a launch fails with
+  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: add_layernorm at 1024 threads, 72
+  // registers). .maxntid caps them (64 there, no spills).
+  const std::string entry_decl = ".entry " + art.entry + "(";
+  const size_t at = art.image.find(entry_decl);
+  const size_t params_end = at == std::string::npos ? at : art.image.find("\n)\n", at);
+  if (params_end == std::string::npos) throw UserError("halide backend: no parameter list for " + art.entry + " in the PTX");
+  art.image.insert(params_end + 3, ".maxntid " + std::to_string(art.block[0]) + ", " + std::to_string(art.block[1]) +
+                                       ", " + std::to_string(art.block[2]) + "\n");
+  art.source = art.image;
   // Shared memory: a constant, possibly as an unfolded expression.
   LaunchExpr shared = shapes.translate(run->args[8]);
   int64_t shared_bytes = 0;

@@ -71,6 +71,9 @@ TEST(HalideBackend, RowReductionsLowerToOneKernelPerPipeline) {
       EXPECT_EQ(a.image_kind, ImageKind::kPtx);
       EXPECT_EQ(a.block[0], lanes ? 32 : threads);
       EXPECT_EQ(a.block[1], lanes ? threads / 32 : 1);
+      // ptxas is told the block size, so registers fit a block of it.
+      EXPECT_NE(a.image.find(".maxntid " + std::to_string(a.block[0]) + ", " + std::to_string(a.block[1]) + ", 1\n{"),
+                std::string::npos);
       EXPECT_GE(a.shared_bytes, threads * vec * 4);
       EXPECT_EQ(a.pointer_alignment, vec * 4);
       EXPECT_EQ(a.row_multiple, vec);
