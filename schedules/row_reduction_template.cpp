@@ -253,11 +253,25 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     c.set("hint", 1);
     out.push_back(c);
   }
-  // No seed has onepass=1 or wbatch=1: on the H200 (runs d66b27f-c596d18)
-  // one combine per pair tied or lost against the same schedule's two at
-  // every op's best schedules, one pass over a re-read row lost 1.06-4.6x,
-  // and weights loaded ahead 0.83-0.99x at the median. Both stay in the
-  // space for the model's picks and the random sample.
+  // Rows split across a pair of blocks (the rows of 65536) also with one
+  // combine for each pair of reductions (onepass=1; the space keeps it for
+  // the ops that have such a pair): there each combine is a cluster barrier
+  // in a block's short life (a bf16 half row moves 128 KiB, about 4 us of
+  // an SM's share of the bandwidth), and softmax and log_softmax f32
+  // 1024x65536 won with it in registers (runs 2f45bcf, 731a221); staged,
+  // and for bf16, no tune had measured it.
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    if (out[i].get("split") != 2) continue;
+    Config c = out[i];
+    c.set("onepass", 1);
+    out.push_back(c);
+  }
+  // No other seed has onepass=1, and none wbatch=1: on the H200 (runs
+  // d66b27f-c596d18) one combine per pair tied or lost against the same
+  // schedule's two at every op's best schedules of 1024-16384 columns, one
+  // pass over a re-read row lost 1.06-4.6x, and weights loaded ahead
+  // 0.83-0.99x at the median. Both stay in the space for the model's picks
+  // and the random sample.
   return out;
 }
 

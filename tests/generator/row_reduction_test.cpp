@@ -200,31 +200,45 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     EXPECT_FALSE(s.legal(Config::parse("cache=8 fast=1 persist=2 rows=1 smem=1 split=1 threads=512 vec=4")));
     // Seeds: split ones need clusters, staged ones the shared memory,
     // persistent ones asynchronous copies and two buffers of the input,
-    // hinted ones sm_80.
+    // hinted ones sm_80, one combine per pair an op with a pair (softmax's
+    // traits here; rmsnorm has none).
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes)) {
         const int64_t buffers = c.get_or("persist", 0) > 0 ? 2 : 1;
         const bool fits = c.get_or("smem", 0) == 0 ||
                           RowReductionTemplate::cached_row(c) / c.get("split") * (buffers * bytes + 4) <=
                               arch.max_shared_per_block - 4096;
+        const bool legal = (c.get("split") == 1 || clusters) && (buffers == 1 || async_copies) && fits &&
+                           (c.get_or("hint", 0) == 0 || async_copies);
+        EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, bytes, 1, OpTraits{0, 1}).legal(c), legal)
+            << arch.arch.name() << " " << c.to_string();
         EXPECT_EQ(RowReductionTemplate::space(arch, Backend::kNvrtc, bytes, 1).legal(c),
-                  (c.get("split") == 1 || clusters) && (buffers == 1 || async_copies) && fits &&
-                      (c.get_or("hint", 0) == 0 || async_copies))
+                  legal && c.get_or("onepass", 0) == 0)
             << arch.arch.name() << " " << c.to_string();
       }
     // The split seeds hold a row of 65536 in registers.
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
         if (c.get("split") > 1) EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
-     // No seed asks for one combine per pair or weights ahead (measured: no
-    // winner); the space still holds them for layernorm. The fast seed of
-    // rows of 4096 in registers also comes with L2 eviction policies
-    // (hint=1), legal from sm_80.
+    // Only the rows split across a pair ask for one combine per pair of
+    // reductions, each beside its twin with two; no seed asks for weights
+    // ahead (measured: no winner); the space still holds both for
+    // layernorm. The fast seed of rows of 4096 in registers also comes with
+    // L2 eviction policies (hint=1), legal from sm_80.
     for (int bytes : {4, 2}) {
       const std::vector<Config> seeds = RowReductionTemplate::seeds(Backend::kNvrtc, bytes);
-      size_t fast = 0, hinted = 0;
+      size_t fast = 0, hinted = 0, pairs = 0, one_combine = 0;
       for (const Config& c : seeds) {
-        EXPECT_TRUE(c.get_or("onepass", 0) == 0 && c.get_or("wbatch", 0) == 0) << c.to_string();
+        EXPECT_EQ(c.get_or("wbatch", 0), 0) << c.to_string();
+        pairs += c.get("split") == 2 && c.get_or("onepass", 0) == 0;
+        if (c.get_or("onepass", 0) == 1) {
+          ++one_combine;
+          EXPECT_EQ(c.get("split"), 2) << c.to_string();
+          std::string twin = c.to_string();
+          twin.erase(twin.find("onepass=1 "), 10);
+          EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(), [&](const Config& o) { return o.to_string() == twin; }))
+              << c.to_string();
+        }
         fast += c.get("fast") == 1 && c.get_or("hint", 0) == 0 && c.get("rows") == 1 &&
                 RowReductionTemplate::cached_row(c) == 4096;
         if (c.get_or("hint", 0) == 0) continue;
@@ -236,6 +250,8 @@ TEST(RowReductionTemplate, LegalityPerArch) {
       }
       EXPECT_EQ(hinted, fast);
       EXPECT_EQ(hinted, 1u);
+      EXPECT_EQ(one_combine, pairs);
+      EXPECT_GE(pairs, 3u);
     }
   }
 }
