@@ -155,8 +155,9 @@ TEST(Tuner, TakesTheSeedsOfTheTimedRowLengthsFirst) {
 }
 
 // A GPU stand-in: the model's times, reported as measured; a kernel
-// compiled for one row length fails on any other (as prepare_launch
-// refuses it) and runs 10 % faster on its own. Remembers what it verified.
+// compiled for one row length, or for rows of a multiple of a vector, fails
+// on any other (as prepare_launch refuses it), and one compiled for its
+// length runs 10 % faster on it. Remembers what it verified.
 class FakeGpuMeasurer final : public Measurer {
  public:
   explicit FakeGpuMeasurer(const ArchLimits& arch) : model_(make_model_measurer(arch)) {
@@ -171,10 +172,11 @@ class FakeGpuMeasurer final : public Measurer {
     for (size_t i = 0; i < batch.size(); ++i) {
       const int64_t fixed = batch[i].artifact->row_length;
       if (!options.time) verified.push_back(p.shape_text + " " + batch[i].candidate->config.to_string());
-      if (fixed > 0 && fixed != p.domain.front()) {
+      if ((fixed > 0 && fixed != p.domain.front()) || p.domain.front() % batch[i].artifact->row_multiple != 0) {
         out[i] = MeasureResult{};
         out[i].status = RecordStatus::kLaunchError;
-        out[i].error = "compiled for rows of " + std::to_string(fixed);
+        out[i].error = "compiled for rows of " + std::to_string(fixed) + " or a multiple of " +
+                       std::to_string(batch[i].artifact->row_multiple);
         continue;
       }
       out[i].status = RecordStatus::kOk;
@@ -268,6 +270,32 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
   opt.specialize = 0;
   off.run(opt);
   for (const auto& r : off.db->all()) EXPECT_EQ(Config::parse(r.params).get_or("len", 0), 0) << r.params;
+}
+
+// A Halide vector schedule is verified on the odd shape's row length
+// rounded up to its vector (97 rows of 1004 columns for vec=4), beside the
+// scalar ones on the odd shape itself, and timed only on rows of a
+// multiple of its vector.
+TEST(Tuner, VerifiesHalideVectorsOnRowsOfTheirMultiple) {
+  ModelTuning t("rmsnorm", DType::kF32, "sm_90", {{4096, 5}, {3001, 3}});
+  t.measurer = std::make_unique<FakeGpuMeasurer>(t.arch);
+  TunerOptions opt;
+  opt.budget = 8;
+  opt.backends = {Backend::kHalide};
+  t.run(opt);
+  size_t vectors = 0;
+  for (const auto& r : t.db->all()) {
+    ASSERT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.shape << " " << r.error;
+    const int64_t vec = Config::parse(r.params).get_or("vec", 1);
+    if (vec > 1) EXPECT_EQ(r.shape, "5x4096") << r.params;  // never at 3001 columns
+    vectors += vec > 1;
+  }
+  EXPECT_GE(vectors, 3u);  // the seeds
+  for (const std::string& v : static_cast<FakeGpuMeasurer&>(*t.measurer).verified) {
+    const Config c = Config::parse(v.substr(v.find(' ') + 1));
+    const int64_t vec = c.get_or("vec", 1);
+    EXPECT_EQ(v.substr(0, v.find(' ')), vec == 1 ? "97x1001" : vec == 2 ? "97x1002" : "97x1004") << v;
+  }
 }
 
 // The choice itself: the fastest, the fastest exact fits, and the fastest
