@@ -48,6 +48,19 @@ Selection pick(int sm, int64_t n, int align = 256, DType dt = DType::kF32, const
 // softmax f32 on an sm_90 device, rows x cols, any alignment.
 Selection softmax(int64_t rows, int64_t cols) { return pick(90, rows * cols, 256, DType::kF32, "softmax", cols); }
 
+// Launched directly, `a` prepares for 4096 rows of `ok` columns and is a
+// Status naming `why` for rows of `bad` columns.
+void expect_launch_takes_rows(const KernelArtifact& a, int64_t ok, int64_t bad, const std::string& why) {
+  LaunchShape shape;
+  shape.domain = {ok, 4096};
+  PreparedLaunch prepared;
+  EXPECT_TRUE(prepare_launch(a, shape, &prepared).ok());
+  shape.domain = {bad, 4096};
+  Status st = prepare_launch(a, shape, &prepared);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+}
+
 TEST(SelectVariant, ExactArchAndExactBucket) {
   Selection s = pick(90, 4096);
   EXPECT_STREQ(s.variant->entry, "sm90_b12");
@@ -113,15 +126,7 @@ TEST(SelectVariant, ExactRowLengthVariantsServeTheirLengthOnly) {
   KernelArtifact a;
   ASSERT_TRUE(variant_artifact(*softmax(4096, 16384).variant, &a).ok());
   EXPECT_EQ(a.row_length, 16384);
-  LaunchShape shape;
-  shape.domain = {16384, 4096};
-  PreparedLaunch prepared;
-  EXPECT_TRUE(prepare_launch(a, shape, &prepared).ok());
-  shape.domain = {16383, 4096};
-  Status st = prepare_launch(a, shape, &prepared);
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("compiled for rows of 16384 columns; this call's rows have 16383"), std::string::npos)
-      << st.message();
+  expect_launch_takes_rows(a, 16384, 16383, "compiled for rows of 16384 columns; this call's rows have 16383");
 }
 
 // A variant for rows of a multiple of its vector is taken for such rows
@@ -139,15 +144,7 @@ TEST(SelectVariant, RowMultiplesTakeAlignedRowsOnly) {
   KernelArtifact a;
   ASSERT_TRUE(variant_artifact(*layernorm(4096, 16384).variant, &a).ok());
   EXPECT_EQ(a.row_multiple, 4);
-  LaunchShape shape;
-  shape.domain = {16388, 4096};
-  PreparedLaunch prepared;
-  EXPECT_TRUE(prepare_launch(a, shape, &prepared).ok());
-  shape.domain = {16386, 4096};
-  Status st = prepare_launch(a, shape, &prepared);
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("needs rows of a multiple of 4 columns; this call's rows have 16386"), std::string::npos)
-      << st.message();
+  expect_launch_takes_rows(a, 16388, 16386, "needs rows of a multiple of 4 columns; this call's rows have 16386");
   // Tables written before the field leave it 0: any row.
   ASSERT_TRUE(variant_artifact(*layernorm(4096, 16383).variant, &a).ok());
   EXPECT_EQ(a.row_multiple, 1);

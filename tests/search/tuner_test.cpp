@@ -192,17 +192,25 @@ class FakeGpuMeasurer final : public Measurer {
   DeviceInfo info_;
 };
 
+// Tunes `t` on a FakeGpuMeasurer with `budget` candidates of `backend` (the
+// rest of `opt` as given); returns what it verified.
+std::vector<std::string> tune_on_fake_gpu(ModelTuning& t, TunerOptions opt, size_t budget, Backend backend) {
+  auto fake = std::make_unique<FakeGpuMeasurer>(t.arch);
+  const FakeGpuMeasurer* gpu = fake.get();
+  t.measurer = std::move(fake);
+  opt.budget = budget;
+  opt.backends = {backend};
+  t.run(opt);
+  return gpu->verified;
+}
+
 // On a GPU, each timed row length's two fastest generic schedules, and the
 // two fastest whose cached row fits it exactly, are built again for that
 // length, verified on rows of it (37: no block shape divides it) and timed
 // on that shape only; the bucket's winner is one of them here.
 TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
   ModelTuning t("rmsnorm", DType::kBF16, "sm_90", {{4096, 64}, {16384, 16}});
-  t.measurer = std::make_unique<FakeGpuMeasurer>(t.arch);
-  TunerOptions opt;
-  opt.budget = 12;
-  opt.backends = {Backend::kNvrtc};
-  t.run(opt);
+  const std::vector<std::string> verified = tune_on_fake_gpu(t, {}, 12, Backend::kNvrtc);
   std::map<std::string, std::vector<TuningRecord>> generic, fixed;  // by shape
   for (const auto& r : t.db->all()) {
     ASSERT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.error;
@@ -250,9 +258,8 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
       EXPECT_TRUE(std::any_of(fixed[shape].begin(), fixed[shape].end(),
                               [&](const TuningRecord& r) { return r.params == twin.to_string(); }))
           << twin.to_string() << " was not measured";
-      const std::string verified = "37x" + std::to_string(cols) + " " + twin.to_string();
-      auto& v = static_cast<FakeGpuMeasurer&>(*t.measurer).verified;
-      EXPECT_NE(std::find(v.begin(), v.end(), verified), v.end()) << verified;
+      const std::string on_its_rows = "37x" + std::to_string(cols) + " " + twin.to_string();
+      EXPECT_NE(std::find(verified.begin(), verified.end(), on_its_rows), verified.end()) << on_its_rows;
     }
     auto best = t.db->best({t.task.pipeline_hash, "bf16", fixed[shape][0].shape_bucket, "sm_90"});
     ASSERT_TRUE(best.has_value());
@@ -266,9 +273,9 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
 
   // specialize = 0: generic schedules only.
   ModelTuning off("rmsnorm", DType::kBF16, "sm_90", {{4096, 64}});
-  off.measurer = std::make_unique<FakeGpuMeasurer>(off.arch);
-  opt.specialize = 0;
-  off.run(opt);
+  TunerOptions generic_only;
+  generic_only.specialize = 0;
+  tune_on_fake_gpu(off, generic_only, 12, Backend::kNvrtc);
   for (const auto& r : off.db->all()) EXPECT_EQ(Config::parse(r.params).get_or("len", 0), 0) << r.params;
 }
 
@@ -278,11 +285,7 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
 // multiple of its vector.
 TEST(Tuner, VerifiesHalideVectorsOnRowsOfTheirMultiple) {
   ModelTuning t("rmsnorm", DType::kF32, "sm_90", {{4096, 5}, {3001, 3}});
-  t.measurer = std::make_unique<FakeGpuMeasurer>(t.arch);
-  TunerOptions opt;
-  opt.budget = 8;
-  opt.backends = {Backend::kHalide};
-  t.run(opt);
+  const std::vector<std::string> verified = tune_on_fake_gpu(t, {}, 8, Backend::kHalide);
   size_t vectors = 0;
   for (const auto& r : t.db->all()) {
     ASSERT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.shape << " " << r.error;
@@ -291,7 +294,7 @@ TEST(Tuner, VerifiesHalideVectorsOnRowsOfTheirMultiple) {
     vectors += vec > 1;
   }
   EXPECT_GE(vectors, 3u);  // the seeds
-  for (const std::string& v : static_cast<FakeGpuMeasurer&>(*t.measurer).verified) {
+  for (const std::string& v : verified) {
     const Config c = Config::parse(v.substr(v.find(' ') + 1));
     const int64_t vec = c.get_or("vec", 1);
     EXPECT_EQ(v.substr(0, v.find(' ')), vec == 1 ? "97x1001" : vec == 2 ? "97x1002" : "97x1004") << v;
