@@ -405,7 +405,16 @@ int cmd_source(const po::variables_map& vm) {
                                     " schedule for " + arch.arch.name() + ": " + bad);
   const std::string symbol = kernel_symbol(cands[0], dt, arch.arch, backend, config);
   if (backend == Backend::kHalide) {
-    std::fputs(build_halide_kernel(cands[0], dt, config, arch, symbol).source.c_str(), stdout);
+    // Through the builder: Halide's LLVM can abort the process (bf16), so it
+    // builds in a child process and a failure is a message.
+    BuildResult b = make_kernel_builder(cands[0], dt, arch)->build({{backend, config}}).front();
+    if (!b.ok) {
+      const std::string first = b.error.substr(0, b.error.find('\n'));
+      throw UserError("Halide could not build " + cands[0].name + " " + dtype_name(dt) + " with '" +
+                      config.to_string() + "': " + first +
+                      (dt == DType::kBF16 ? " (Halide 14 cannot build bf16 kernels: use --backend nvrtc)" : ""));
+    }
+    std::fputs(b.artifact.source.c_str(), stdout);
     return 0;
   }
   Pipeline p = instantiate(cands[0], dt);
