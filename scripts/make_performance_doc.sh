@@ -152,9 +152,9 @@ SKIP_TESTS=1 OPS=softmax,log_softmax,layernorm,add_layernorm,bias_add_softmax DT
 REUSE_PACKAGE=1 SKIP_VERIFY=1 CALLS_TIMEOUT=60 NCU_TIMEOUT=120 bash scripts/gpu_profile_session.sh
 # = python3 bench/profile_kernels.py calls (host time per call over 2000 back-to-back calls, CUDA events);
 #   ncu --clock-control none --nvtx --nvtx-include fk/ ... (profile_kernels.py ncu); merge" \
-  --peers ee61f7b "$r-ee61f7b-peers-peers.json" --plots img \
+  --peers 163621e "$h-163621e-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
-  --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200
+  --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 H=bench/results/2026-12-01-h200
 # The package's records: the winners of the previous full-suite call (2f45bcf; its commands are in this
 # section as of commit 98f9956), each later run's records added by scripts/winners_jsonl.py, which picks as
 # fusekit build does:
@@ -163,10 +163,15 @@ scripts/winners_jsonl.py \$R-2acacfa-lnrms-winners.jsonl \$R-0e6d801-lnrms-winne
 scripts/winners_jsonl.py \$R-963bca3-peers-winners.jsonl \$R-2acacfa-lnrms-winners.jsonl \$R-731a221-65k-rows-records.jsonl
 scripts/winners_jsonl.py \$R-ee61f7b-peers-winners.jsonl \$R-963bca3-peers-winners.jsonl \$R-ee61f7b-65k-rows-records.jsonl
 # (179 records; run again, the chain picks the committed files' schedules, one rmsnorm bf16 schedule represented
-# by another of its records), then in one device call (run ee61f7b, 5 min 3 s with the profile after it):
-RECORDS=\$R-ee61f7b-peers-winners.jsonl PEERS_TIMEOUT=300 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
+# by another of its records; the package of the previous full-suite call, ee61f7b), then
+scripts/winners_jsonl.py /tmp/w1.jsonl \$R-ee61f7b-peers-winners.jsonl \$R-da426bc-65k-rows-records.jsonl
+scripts/winners_jsonl.py /tmp/w2.jsonl /tmp/w1.jsonl \$R-1795516-65k-rows-records.jsonl
+scripts/winners_jsonl.py \$H-163621e-peers-winners.jsonl /tmp/w2.jsonl \$H-8a4d7bb-65k-rows-records.jsonl
+# (178 records), then in one device call (run 163621e, 5 min 33 s):
+RECORDS=\$H-163621e-peers-winners.jsonl PEERS_TIMEOUT=300 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
   bash scripts/gpu_peers_session.sh
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
-#   compiles torch.compile's 252 graphs in 8 processes and then times every op; then fusekit verify --package
-#   (165 checks, 0 failed) and its memcheck (123 checks, 0 errors)"
+#   compiles torch.compile's 252 graphs in 8 processes and then times every op (293 s; the suite's results and its
+#   summary were written, and the process's exit then ran past the 300 s limit: rc 124); then fusekit verify
+#   --package (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)"
