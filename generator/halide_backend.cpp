@@ -192,16 +192,10 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   Pipeline p = instantiate(cand, dtype);
   p.constrain_buffers();
   if (cand.reduces()) {
-    if (RowReductionTemplate::fixed_row_length(config) > 0)
-      throw UserError("schedule '" + config.to_string() +
-                      "' is specialized for one row length (len); the Halide backend builds generic row kernels "
-                      "only: leave len out or use the nvrtc backend");
     std::vector<std::pair<Func, RDom>> reductions;
     for (const auto& r : p.reductions) reductions.push_back({r.total, r.rdom});
-    std::vector<OutputImageParam> buffers(p.inputs.begin(), p.inputs.end());
-    for (const auto& b : p.output.output_buffers()) buffers.push_back(b);
-    RowReductionTemplate::apply_halide(p.output, p.vars, reductions, buffers, static_cast<int>(dtype_bytes(dtype)),
-                                       config);
+    RowReductionTemplate::apply_halide(p.output, p.vars, reductions, p.inputs, static_cast<int>(dtype_bytes(dtype)),
+                                       arch.max_shared_per_block, config);
   } else {
     PointwiseTemplate::apply_halide(p.output, p.vars, config);
   }
@@ -249,7 +243,10 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   art.entry = name->value;
   art.target_sm = arch.halide_cuda_capability;
   art.pointer_alignment = static_cast<int>(config.get_or("vec", 1) * dtype_bytes(dtype));
-  if (cand.reduces()) art.row_multiple = RowReductionTemplate::row_multiple(config, Backend::kHalide);
+  if (cand.reduces()) {
+    art.row_multiple = RowReductionTemplate::row_multiple(config, Backend::kHalide);
+    art.row_length = RowReductionTemplate::fixed_row_length(config);
+  }
 
   ShapeTranslator shapes(site.scope, buffers);
   for (int i = 0; i < 3; ++i) {

@@ -275,17 +275,40 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   return out;
 }
 
+bool RowReductionTemplate::halide_stages_row(const Config& config, int element_bytes, int full_inputs,
+                                             int max_shared_bytes) {
+  const int64_t len = fixed_row_length(config);
+  // Beside the row: each reduction's partials (threads * vec f32) and the
+  // lanes' sums; 8 KiB covers them for up to two reductions of 1024 x 4.
+  return len > 0 && len * element_bytes * full_inputs + 8192 <= max_shared_bytes;
+}
+
 void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
                                         const std::vector<std::pair<Halide::Func, Halide::RDom>>& reductions,
-                                        const std::vector<Halide::OutputImageParam>& buffers, int element_bytes,
-                                        const Config& config) {
+                                        const std::vector<Halide::ImageParam>& inputs, int element_bytes,
+                                        int max_shared_bytes, const Config& config) {
   using namespace Halide;
   const int threads = static_cast<int>(config.get("threads"));
   const int vec = static_cast<int>(config.get_or("vec", 1));
   const bool lanes = config.get_or("lanes", 0) == 1;
+  const int64_t len = fixed_row_length(config);
   FUSEKIT_INTERNAL_ASSERT(!lanes || threads % 32 == 0, "lanes=1 needs whole warps");
   const Var col = vars.at(0), row = vars.at(1);
-  if (vec > 1) {
+  std::vector<OutputImageParam> buffers(inputs.begin(), inputs.end());
+  for (const auto& b : output.output_buffers()) buffers.push_back(b);
+  if (len > 0) {
+    // Compiled for rows of `len` columns: every extent along the row and
+    // the row stride are that constant (so are the loops and, for a staged
+    // row, the shared memory).
+    // (Halide ties the outputs after the first to its extent.)
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      OutputImageParam b = buffers[i];
+      if (i <= inputs.size()) b.dim(0).set_extent(static_cast<int>(len));
+      if (b.dimensions() == 2) b.dim(1).set_stride(static_cast<int>(len));
+    }
+    if (vec > 1)
+      for (OutputImageParam b : buffers) b.set_host_alignment(vec * element_bytes);
+  } else if (vec > 1) {
     // Vector accesses need every row to start on a vector: the pointers are
     // aligned (the variant's pointer_alignment), and the row stride, which
     // the runtime passes, is declared as the row length rounded down to a
@@ -315,6 +338,32 @@ void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<H
   if (lanes) output.gpu_lanes(cl).gpu_threads(ci);
   else output.gpu_threads(ci);
   if (vec > 1) output.vectorize(cv);
+  // A row compiled for its length whose full inputs fit: each staged in
+  // shared memory at the row's block, loaded once as the output stores
+  // (the same threads, vectors and order); every pass reads it there.
+  int full = 0;
+  for (const ImageParam& in : inputs) full += in.dimensions() == 2;
+  if (halide_stages_row(config, element_bytes, full, max_shared_bytes)) {
+    for (ImageParam in : inputs) {  // a handle: in() wraps the pipeline's input
+      if (in.dimensions() != 2) continue;
+      Func staged = in.in();
+      const Var c = staged.args().at(0), r = staged.args().at(1);
+      Var so("fk_so"), si("fk_si"), sl("fk_sl"), sv("fk_sv");
+      staged.compute_at(output, row).store_in(MemoryType::GPUShared);
+      staged.split(c, so, si, threads * vec, TailStrategy::GuardWithIf);
+      if (lanes) staged.split(si, si, sl, 32 * vec);
+      Var& t = lanes ? sl : si;
+      if (vec > 1) staged.split(t, t, sv, vec);
+      std::vector<VarOrRVar> staged_order;
+      if (vec > 1) staged_order.push_back(sv);
+      if (lanes) staged_order.insert(staged_order.end(), {so, sl, si, r});
+      else staged_order.insert(staged_order.end(), {si, so, r});
+      staged.reorder(staged_order);
+      if (lanes) staged.gpu_lanes(sl).gpu_threads(si);
+      else staged.gpu_threads(si);
+      if (vec > 1) staged.vectorize(sv);
+    }
+  }
   for (size_t k = 0; k < reductions.size(); ++k) {
     Func total = reductions[k].first;
     const RDom& r = reductions[k].second;
@@ -365,7 +414,8 @@ int RowReductionTemplate::row_multiple(const Config& config, Backend backend) {
 }
 
 int64_t RowReductionTemplate::cached_row(const Config& config) {
-  return config.get("threads") * config.get_or("split", 1) * config.get("vec") * config.get("cache");
+  // 0 for a Halide schedule (no cache: it re-reads or stages the row).
+  return config.get("threads") * config.get_or("split", 1) * config.get_or("vec", 1) * config.get_or("cache", 0);
 }
 
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,

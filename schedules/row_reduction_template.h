@@ -71,8 +71,12 @@
 //            or for the last reduction each warp
 //            combines them in warp shuffles
 //            (gpu_lanes)
-// Every pass reads the row again (no staging: Halide sizes a staged row by
-// the row length, and a launch here has a constant shared-memory size).
+//   len      as for NVRTC (set by the tuner's specialization): compiled for
+//            rows of exactly L columns, the row's full inputs then staged in
+//            shared memory at the row's block where they fit (one read of
+//            the input from memory; Halide sizes a staged row by the row
+//            length, and a launch here has a constant shared-memory size,
+//            so a generic kernel reads the row again in every pass)
 // A cached 16-bit row stays packed, two elements per 32-bit register.
 // Records from before `split`, `keep`, `smem`, `unroll`, `persist`, `onepass`,
 // `wbatch` and `hint` existed read as split=1, keep=1, smem=0, unroll=1,
@@ -115,10 +119,17 @@ class RowReductionTemplate {
   // memory (computed at the row's block), then combined; the output stage
   // strides the row across the threads. `buffers`: the pipeline's inputs
   // and outputs, whose alignment a vector schedule declares.
+  // `inputs`: the pipeline's inputs, whose alignment (and with `len`,
+  // extent) a schedule declares with the outputs'; `max_shared_bytes`: what
+  // a block may have, which bounds the staged row.
   static void apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
                            const std::vector<std::pair<Halide::Func, Halide::RDom>>& reductions,
-                           const std::vector<Halide::OutputImageParam>& buffers, int element_bytes,
+                           const std::vector<Halide::ImageParam>& inputs, int element_bytes, int max_shared_bytes,
                            const Config& config);
+  // Whether a Halide schedule compiled for its `len` stages the row's full
+  // inputs in shared memory: when `full_inputs` rows of it fit in
+  // `max_shared_bytes` with room for the partials.
+  static bool halide_stages_row(const Config& config, int element_bytes, int full_inputs, int max_shared_bytes);
   // Rows a schedule's kernel is taken for must have a multiple of this
   // many columns (Halide vector schedules: vec); 1 for any row.
   static int row_multiple(const Config& config, Backend backend);

@@ -282,8 +282,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     // schedules compiled again for that length (`len`), verified on rows of
     // it (a row count no block shape divides) and timed beside them. Only
     // with a GPU: the model cannot tell a specialized kernel apart.
-    if (task.kind != TemplateKind::kRowReduction || backend != Backend::kNvrtc || !dev.measured ||
-        options.specialize == 0)
+    if (task.kind != TemplateKind::kRowReduction || !dev.measured || options.specialize == 0)
       continue;
     // Each specialized schedule's build (by its config text), shared by the
     // problems of one row length; build_new builds those not built yet.

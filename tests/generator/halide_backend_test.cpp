@@ -100,6 +100,40 @@ TEST(HalideBackend, RowReductionsLowerToOneKernelPerPipeline) {
   }
 }
 
+// Compiled for its row length (len, the tuner's specialization), a Halide
+// row kernel stages the row's full inputs in shared memory where they fit
+// (a constant size: the length is), and is taken for that length only.
+TEST(HalideBackend, SpecializedRowsStageTheRowInSharedMemory) {
+  const ArchLimits& sm90 = require_arch("sm_90");
+  for (const auto& c : catalog()) {
+    if (!c.reduces()) continue;
+    SCOPED_TRACE(c.name);
+    const int full = c.full_inputs();
+    for (const char* params : {"lanes=1 len=4096 threads=256 vec=4", "len=3001 threads=128", "len=65536 lanes=1 threads=1024 vec=4"}) {
+      SCOPED_TRACE(params);
+      const Config config = Config::parse(params);
+      const int64_t len = config.get("len");
+      KernelArtifact a = build_halide_kernel(c, DType::kF32, config, sm90, "fk_len");
+      EXPECT_EQ(a.row_length, len);
+      const bool staged = RowReductionTemplate::halide_stages_row(config, 4, full, sm90.max_shared_per_block);
+      EXPECT_EQ(staged, len < 65536);
+      EXPECT_EQ(a.shared_bytes >= len * 4 * full, staged) << a.shared_bytes;
+      EXPECT_LE(a.shared_bytes, sm90.max_shared_per_block);
+      // The row is read from memory once per element: its loads sit in one loop.
+      EXPECT_EQ(a.image.find("ld.shared") != std::string::npos, true);
+      LaunchShape s;
+      s.domain = {len, 37};
+      s.outputs.assign(c.outputs.size(), s.domain);
+      for (size_t i = 0; i < c.inputs.size(); ++i) s.inputs.push_back(c.input_dims(i, s.domain));
+      EXPECT_EQ(eval(a.grid[0], s), 37);
+      PreparedLaunch prepared;
+      EXPECT_TRUE(prepare_launch(a, s, &prepared).ok());
+      s.domain = {len + 4, 37};
+      EXPECT_FALSE(prepare_launch(a, s, &prepared).ok());
+    }
+  }
+}
+
 TEST(HalideBackend, GridCoversTheDomainInTiles) {
   const auto& c = find_pattern("relu_add");
   KernelArtifact a =

@@ -288,11 +288,22 @@ TEST_F(GpuKernels, SpecializedRowsMatchTheReference) {
       std::vector<Candidate> batch;
       for (const auto& [cols, s] : all)
         batch.push_back({Backend::kNvrtc, RowReductionTemplate::specialize(Config::parse(s), cols)});
+      // Halide (f32): the row staged in shared memory (1001, 4096 and 16384
+      // columns, scalar and vectors, one thread or warp lanes combining), and
+      // a row of 65536 too long to stage.
+      if (dt == DType::kF32)
+        for (const auto& [cols, s] : std::vector<std::pair<int64_t, std::string>>{
+                 {1001, "threads=128"}, {4096, "lanes=1 threads=256 vec=4"}, {16384, "lanes=1 threads=1024 vec=4"},
+                 {4096, "lanes=0 threads=64 vec=2"}, {65536, "lanes=1 threads=512 vec=4"}}) {
+          all.push_back({cols, s});
+          batch.push_back({Backend::kHalide, RowReductionTemplate::specialize(Config::parse(s), cols)});
+        }
       auto built = builder->build(batch);
       MeasureOptions verify_only;
       verify_only.time = false;
       for (size_t i = 0; i < batch.size(); ++i) {
-        SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + batch[i].config.to_string());
+        SCOPED_TRACE(c.name + " " + dtype_name(dt) + " " + backend_name(batch[i].backend) + " " +
+                     batch[i].config.to_string());
         ASSERT_TRUE(built[i].ok) << built[i].error;
         const int64_t cols = all[i].first;
         for (int64_t rows : {int64_t{37}, int64_t{3}}) {
