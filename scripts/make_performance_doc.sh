@@ -24,6 +24,7 @@ h=bench/results/2026-12-01-h200
 pooled+=(--rows-run 66ed6e3+ "$h-aadf380-halide-rows-records.jsonl" "$h-aadf380-halide-rows-copy.jsonl")
 pooled+=(--rows-run 66ed6e3+ "$h-fd4659c-halide-rows-records.jsonl" -)  # no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$h-8a4d7bb-65k-rows-records.jsonl" "$h-8a4d7bb-65k-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-740c4f2-halide-rows-records.jsonl" -)  # Halide only, no copies of its own
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -44,7 +45,7 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json" \
   --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
@@ -125,6 +126,9 @@ TEST_TIMEOUT=200 TUNE_TIMEOUT=200 VERIFY_TIMEOUT=90 MEMCHECK_TIMEOUT=150 bash sc
 SKIP_TESTS=1 OPS=softmax,log_softmax,layernorm,add_layernorm,bias_add_softmax DTYPES=f32,bf16 BUDGET=24 BACKENDS=nvrtc \
   SIZES=1024x65536 TUNE_TIMEOUT=360 MEMCHECK_TIMEOUT=45 MEMCHECK_SIZES=9x65537,7x16381 \
   bash scripts/gpu_reduction_session.sh                                   # 8a4d7bb-65k, 3 min 20 s
+TEST_TIMEOUT=180 TUNE_TIMEOUT=200 VERIFY_TIMEOUT=60 MEMCHECK_TIMEOUT=100 bash scripts/gpu_halide_rows_session.sh
+      # 740c4f2-halide-rows, 5 min 32 s: GPU tests 10 of 10; the Halide tune now specializes (staged rows);
+      # verify --package 66 checks, 0 failed, and under memcheck 66 checks, 0 errors
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -138,7 +142,8 @@ SKIP_TESTS=1 OPS=softmax,log_softmax,layernorm,add_layernorm,bias_add_softmax DT
 # rows of 65536 split across clusters of 2; da426bc-65k: bf16 pairs of 1024-thread blocks;
 # 1795516-65k: seeds past the budget taken by timed row length first; aadf380/fd4659c-halide-rows: the Halide schedule's
 # vectors (vec) and warp-lane combine (lanes), Halide records only (the Halide column); 8a4d7bb-65k: the pair seeds
-# (split=2) also with one combine per pair of reductions (onepass=1). Every schedule these runs name prints the same kernel in all the commits that
+# (split=2) also with one combine per pair of reductions (onepass=1); 740c4f2-halide-rows: Halide rows specialized for
+# their length, the row staged in shared memory where it fits. Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
 # whose pair combine c596d18 replaced: those records are left out; and persistent schedules (persist>0), whose
 # grid 731a221 caps at the clusters the device holds (before, P x SMs / split clusters, of which up to 3 clusters of
