@@ -278,9 +278,11 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
 bool RowReductionTemplate::halide_stages_row(const Config& config, int element_bytes, int full_inputs,
                                              int max_shared_bytes) {
   const int64_t len = fixed_row_length(config);
-  // Beside the row: each reduction's partials (threads * vec f32) and the
-  // lanes' sums; 8 KiB covers them for up to two reductions of 1024 x 4.
-  return len > 0 && len * element_bytes * full_inputs + 8192 <= max_shared_bytes;
+  // Beside the row: the partials of a reduction (threads * vec f32), of
+  // two where Halide does not reuse one buffer for both, and the lanes'
+  // sums.
+  const int64_t partials = 2 * config.get("threads") * config.get_or("vec", 1) * 4 + 1024;
+  return len > 0 && len * element_bytes * full_inputs + partials <= max_shared_bytes;
 }
 
 void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,

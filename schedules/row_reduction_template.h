@@ -117,9 +117,7 @@ class RowReductionTemplate {
   // The Halide schedule (Halide backend): one block per row, `threads`
   // threads; each reduction rfactor'ed into per-thread partials in shared
   // memory (computed at the row's block), then combined; the output stage
-  // strides the row across the threads. `buffers`: the pipeline's inputs
-  // and outputs, whose alignment a vector schedule declares.
-  // `inputs`: the pipeline's inputs, whose alignment (and with `len`,
+  // strides the row across the threads. `inputs`: the pipeline's inputs, whose alignment (and with `len`,
   // extent) a schedule declares with the outputs'; `max_shared_bytes`: what
   // a block may have, which bounds the staged row.
   static void apply_halide(Halide::Func output, const std::vector<Halide::Var>& vars,
