@@ -322,24 +322,31 @@ void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<H
       if (b.dimensions() == 2) b.dim(1).set_stride((b.dim(0).extent() / vec) * vec);
     }
   }
-  // Columns: ((co * warps + w) * 32 + l) * vec + v, the block's threads
-  // (w, l) or, with lanes=0, t = w * 32 + l.
-  Var co("fk_co"), ci("fk_ci"), cl("fk_cl"), cv("fk_cv");
-  output.split(col, co, ci, threads * vec, TailStrategy::GuardWithIf);
-  if (lanes) output.split(ci, ci, cl, 32 * vec);
-  Var& thread = lanes ? cl : ci;
-  if (vec > 1) output.split(thread, thread, cv, vec);
-  // Innermost first: the vector, then (lanes=0) the threads inside the
-  // block's loop over the row, or (lanes=1) that loop inside the threads,
-  // so that the last reduction can be computed per thread before it.
-  std::vector<VarOrRVar> order;
-  if (vec > 1) order.push_back(cv);
-  if (lanes) order.insert(order.end(), {co, cl, ci, row});
-  else order.insert(order.end(), {ci, co, row});
-  output.reorder(order).gpu_blocks(row);
-  if (lanes) output.gpu_lanes(cl).gpu_threads(ci);
-  else output.gpu_threads(ci);
-  if (vec > 1) output.vectorize(cv);
+  // Strides a Func's row (`c`; `r` the row) across the block as the output:
+  // columns ((o * warps + w) * 32 + l) * vec + v for the block's threads
+  // (w, l) or, with lanes=0, t = w * 32 + l. Innermost first: the vector,
+  // then (lanes=0) the threads inside the block's loop over the row, or
+  // (lanes=1) that loop inside the threads, so that the last reduction can
+  // be computed per thread before it. Returns the thread loop (w, or t) and
+  // the lane loop; the Vars are named `prefix` + o, i, l, v.
+  auto stride_row = [&](Func f, Var c, Var r, const std::string& prefix) {
+    Var o(prefix + "o"), t(prefix + "i"), l(prefix + "l"), v(prefix + "v");
+    f.split(c, o, t, threads * vec, TailStrategy::GuardWithIf);
+    if (lanes) f.split(t, t, l, 32 * vec);
+    Var& inner = lanes ? l : t;
+    if (vec > 1) f.split(inner, inner, v, vec);
+    std::vector<VarOrRVar> order;
+    if (vec > 1) order.push_back(v);
+    if (lanes) order.insert(order.end(), {o, l, t, r});
+    else order.insert(order.end(), {t, o, r});
+    f.reorder(order);
+    if (lanes) f.gpu_lanes(l).gpu_threads(t);
+    else f.gpu_threads(t);
+    if (vec > 1) f.vectorize(v);
+    return std::make_pair(t, l);
+  };
+  output.gpu_blocks(row);
+  const auto [thread, lane_loop] = stride_row(output, col, row, "fk_c");
   // A row compiled for its length whose full inputs fit: each staged in
   // shared memory at the row's block, loaded once as the output stores
   // (the same threads, vectors and order); every pass reads it there.
@@ -349,21 +356,8 @@ void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<H
     for (ImageParam in : inputs) {  // a handle: in() wraps the pipeline's input
       if (in.dimensions() != 2) continue;
       Func staged = in.in();
-      const Var c = staged.args().at(0), r = staged.args().at(1);
-      Var so("fk_so"), si("fk_si"), sl("fk_sl"), sv("fk_sv");
       staged.compute_at(output, row).store_in(MemoryType::GPUShared);
-      staged.split(c, so, si, threads * vec, TailStrategy::GuardWithIf);
-      if (lanes) staged.split(si, si, sl, 32 * vec);
-      Var& t = lanes ? sl : si;
-      if (vec > 1) staged.split(t, t, sv, vec);
-      std::vector<VarOrRVar> staged_order;
-      if (vec > 1) staged_order.push_back(sv);
-      if (lanes) staged_order.insert(staged_order.end(), {so, sl, si, r});
-      else staged_order.insert(staged_order.end(), {si, so, r});
-      staged.reorder(staged_order);
-      if (lanes) staged.gpu_lanes(sl).gpu_threads(si);
-      else staged.gpu_threads(si);
-      if (vec > 1) staged.vectorize(sv);
+      stride_row(staged, staged.args().at(0), staged.args().at(1), "fk_s");
     }
   }
   for (size_t k = 0; k < reductions.size(); ++k) {
@@ -405,9 +399,9 @@ void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<H
     Func lane = total.update().rfactor(rxl, l);
     lane.bound(l, 0, 32);
     const bool last = k + 1 == reductions.size();
-    lane.compute_at(output, last ? ci : row).gpu_lanes(l);
+    lane.compute_at(output, last ? thread : row).gpu_lanes(l);
     lane.update().gpu_lanes(l);
-    total.compute_at(output, last ? cl : row);
+    total.compute_at(output, last ? lane_loop : row);
   }
 }
 
