@@ -299,14 +299,16 @@ void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<H
   std::vector<OutputImageParam> buffers(inputs.begin(), inputs.end());
   for (const auto& b : output.output_buffers()) buffers.push_back(b);
   if (len > 0) {
-    // Compiled for rows of `len` columns: every extent along the row and
-    // the row stride are that constant (so are the loops and, for a staged
-    // row, the shared memory).
-    // (Halide ties the outputs after the first to its extent.)
+    // Compiled for rows of `len` columns: the row extent and stride of
+    // every [rows, cols] tensor are that constant (so are the loops and, for
+    // a staged row, the shared memory). A one-axis input may run along the
+    // row or the column: it keeps its extent. (Halide ties the outputs
+    // after the first to the first's extent.)
     for (size_t i = 0; i < buffers.size(); ++i) {
       OutputImageParam b = buffers[i];
+      if (b.dimensions() != 2) continue;
       if (i <= inputs.size()) b.dim(0).set_extent(static_cast<int>(len));
-      if (b.dimensions() == 2) b.dim(1).set_stride(static_cast<int>(len));
+      b.dim(1).set_stride(static_cast<int>(len));
     }
     if (vec > 1)
       for (OutputImageParam b : buffers) b.set_host_alignment(vec * element_bytes);
