@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "generator/catalog.h"
+#include "generator/expr_parser.h"
 #include "generator/isolated_build.h"
 #include "fusekit/kernel_launch.h"
 
@@ -131,6 +132,24 @@ TEST(HalideBackend, SpecializedRowsStageTheRowInSharedMemory) {
       s.domain = {len + 4, 37};
       EXPECT_FALSE(prepare_launch(a, s, &prepared).ok());
     }
+  }
+}
+
+// An input along the row (one value per row) in a kernel compiled for the
+// row length: it builds, and its launch takes any row count (only
+// [rows, cols] tensors take the constant extent).
+TEST(HalideBackend, SpecializedRowsTakeInputsAlongTheRow) {
+  const FusionCandidate c = parse_expression("out = x / sum(x, col) + b[row]");
+  KernelArtifact a =
+      build_halide_kernel(c, DType::kF32, Config::parse("len=1000 threads=128"), require_arch("sm_90"), "fk_rowin");
+  for (int64_t rows : {37, 4001}) {
+    LaunchShape s;
+    s.domain = {1000, rows};
+    s.outputs = {s.domain};
+    for (size_t i = 0; i < c.inputs.size(); ++i) s.inputs.push_back(c.input_dims(i, s.domain));
+    EXPECT_EQ(eval(a.grid[0], s), rows);
+    PreparedLaunch prepared;
+    EXPECT_TRUE(prepare_launch(a, s, &prepared).ok());
   }
 }
 
