@@ -145,7 +145,8 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     if (bucketed) b.insert({n, row});
     if (v.contains("row_length") && v.at("row_length").is_number_integer())
       fixed_rows[{op, dt}].insert({v.at("row_length").get<int64_t>(), n});
-    if (bucketed && v.value("row_multiple", 1) > 1) row_multiples[{op, dt}].insert({v.at("row_multiple").get<int>(), n, row});
+    if (bucketed && v.value("row_multiple", 1) > 1)
+      row_multiples[{op, dt}].insert({v.at("row_multiple").get<int>(), n, row});
     if (v.at("arch") == device_arch)
       expected.insert(v.at("entry").get<std::string>() + " | " + v.at("params").get<std::string>() + " | " + bucket);
   }

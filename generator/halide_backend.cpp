@@ -262,7 +262,8 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   const std::string entry_decl = ".entry " + art.entry + "(";
   const size_t at = art.image.find(entry_decl);
   const size_t params_end = at == std::string::npos ? at : art.image.find("\n)\n", at);
-  if (params_end == std::string::npos) throw UserError("halide backend: no parameter list for " + art.entry + " in the PTX");
+  if (params_end == std::string::npos)
+    throw UserError("halide backend: no parameter list for " + art.entry + " in the PTX");
   art.image.insert(params_end + 3, ".maxntid " + std::to_string(art.block[0]) + ", " + std::to_string(art.block[1]) +
                                        ", " + std::to_string(art.block[2]) + "\n");
   art.source = art.image;

@@ -110,7 +110,8 @@ TEST(HalideBackend, SpecializedRowsStageTheRowInSharedMemory) {
     if (!c.reduces()) continue;
     SCOPED_TRACE(c.name);
     const int full = c.full_inputs();
-    for (const char* params : {"lanes=1 len=4096 threads=256 vec=4", "len=3001 threads=128", "len=65536 lanes=1 threads=1024 vec=4"}) {
+    for (const char* params :
+         {"lanes=1 len=4096 threads=256 vec=4", "len=3001 threads=128", "len=65536 lanes=1 threads=1024 vec=4"}) {
       SCOPED_TRACE(params);
       const Config config = Config::parse(params);
       const int64_t len = config.get("len");

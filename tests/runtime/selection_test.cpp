@@ -13,7 +13,8 @@ fusekit_variant_desc variant(const char* entry, int sm, int kind, int bucket, in
                              int row_multiple = 0) {
   static const unsigned char image[] = {0};
   return {op,    dtype, bucket,  sm, kind, image, 1, entry, {128, 1, 1}, {"(div (add n 127) 128)", "1", "1"},
-          0,     align, kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32, row_log2, row_length, row_multiple};
+          0,     align, kParams, 3,  index32 ? "halide" : "nvrtc", "threads=128", "id", 1, index32, row_log2, row_length,
+          row_multiple};
 }
 
 const fusekit_variant_desc kTable[] = {
