@@ -4,13 +4,13 @@
 //                           skeleton for the schedule, and the launch description
 #include "generator/cuda_c_printer.h"
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <cstdio>
 #include <sstream>
 
 #include "common/errors.h"
+#include "generator/row_reduction_printer.h"
 #include "schedules/pointwise_template.h"
 
 namespace fusekit {
@@ -286,16 +286,10 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   // plane=1: a block takes a tile of one innermost plane; its broadcast
   // inputs are constant there (loaded once per block).
   const bool plane = config.get_or("plane", 0) == 1;
-  if (plane) {
-    bool varies = !need_coords;
-    for (const auto& in : cand.inputs)
-      varies |= std::find(in.axes.begin(), in.axes.end(), 0) != in.axes.end();
-    if (varies)
-      throw UserError("schedule '" + config.to_string() + "' has plane=1, but " + cand.name +
-                      (need_coords ? " has an input that varies along the innermost axis"
-                                   : " has no broadcast input") +
-                      ": set plane=0");
-  }
+  if (plane && op_traits(cand, pipe.dtype).plane_inputs == 0)
+    throw UserError("schedule '" + config.to_string() + "' has plane=1, but " + cand.name +
+                    (need_coords ? " has an input that varies along the innermost axis" : " has no broadcast input") +
+                    ": set plane=0");
 
   std::ostringstream src;
   src << kPrelude;

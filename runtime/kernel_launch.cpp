@@ -160,18 +160,18 @@ Status LoadedKernel::load(const CudaDriver& driver, const KernelArtifact& artifa
 
 Status prepare_launch(const KernelArtifact& artifact, const LaunchShape& shape, PreparedLaunch* out) {
   auto lookup = [&](const std::string& name, int64_t* v) { return lookup_shape_symbol(shape, name, v); };
+  // A variant taken for some row lengths only, launched for another.
+  auto wrong_rows = [&](const std::string& takes, const char* instead) {
+    return Status(StatusCode::kInvalidArgument,
+                  artifact.entry + takes + " columns; this call's rows have " +
+                      (shape.domain.empty() ? std::string("none") : std::to_string(shape.domain[0])) + ": launch " +
+                      instead + " (a package selects one)");
+  };
   if (artifact.row_length > 0 && (shape.domain.empty() || shape.domain[0] != artifact.row_length))
-    return Status(StatusCode::kInvalidArgument,
-                  artifact.entry + " is compiled for rows of " + std::to_string(artifact.row_length) +
-                      " columns; this call's rows have " +
-                      (shape.domain.empty() ? std::string("none") : std::to_string(shape.domain[0])) +
-                      ": launch a generic variant (a package selects one)");
+    return wrong_rows(" is compiled for rows of " + std::to_string(artifact.row_length), "a generic variant");
   if (artifact.row_multiple > 1 && (shape.domain.empty() || shape.domain[0] % artifact.row_multiple != 0))
-    return Status(StatusCode::kInvalidArgument,
-                  artifact.entry + " needs rows of a multiple of " + std::to_string(artifact.row_multiple) +
-                      " columns; this call's rows have " +
-                      (shape.domain.empty() ? std::string("none") : std::to_string(shape.domain[0])) +
-                      ": launch a variant for any row length (a package selects one)");
+    return wrong_rows(" needs rows of a multiple of " + std::to_string(artifact.row_multiple),
+                      "a variant for any row length");
   for (int i = 0; i < 3; ++i) {
     int64_t g = 0;
     Status st = artifact.grid[i].evaluate(lookup, &g);
