@@ -239,10 +239,11 @@ static __device__ __forceinline__ fk_stat fk_cluster_combine_pair(fk_stat v, flo
 #endif
 )cuda";
 
-// L2 eviction policies for row loads (hint=1, sm_80+): fk_keep for data read
-// again (weights, every row; a row a later pass re-reads), fk_stream for a
-// last read. The aligned vector load carries the policy; the scalar
-// fallback does not.
+// Eviction policies for row loads (hint=1 and 2, sm_80+): fk_keep for data
+// read again (weights, every row; a row a later pass re-reads), fk_stream
+// for a last read. The aligned vector load carries the L2 policy, and with
+// kL1 the matching L1 priority (1: evict_last, 2: evict_first; hint=2); the
+// scalar fallback carries neither.
 const char* kHintHelpers = R"cuda(
 #if __CUDA_ARCH__ >= 800
 template <bool kLast>
@@ -252,34 +253,44 @@ static __device__ __forceinline__ unsigned long long fk_policy() {
   else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
-// N elements of T (4, 8 or 16 bytes) at an aligned address.
-template <typename T, int N>
+// N elements of T (4, 8 or 16 bytes) at an aligned address; L1 qualifier Q.
+#define FK_LDG_HINT(Q)                                                                           \
+  if constexpr (kBytes == 16)                                                                    \
+    asm("ld.global" Q ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"                       \
+        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p), "l"(policy));                 \
+  else if constexpr (kBytes == 8)                                                                \
+    asm("ld.global" Q ".L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"                               \
+        : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(policy));                                         \
+  else if constexpr (kBytes == 4)                                                                \
+    asm("ld.global" Q ".L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(p), "l"(policy));
+template <typename T, int N, int kL1 = 0>
 static __device__ __forceinline__ fk_pack<T, N> fk_ldg_hint(const T* p, unsigned long long policy) {
   constexpr int kBytes = sizeof(T) * N;
   fk_pack<T, N> d;
   unsigned w[4];
-  if constexpr (kBytes == 16)
-    asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p), "l"(policy));
-  else if constexpr (kBytes == 8)
-    asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(policy));
-  else if constexpr (kBytes == 4)
-    asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(p), "l"(policy));
+  if constexpr (kL1 == 1) {
+    FK_LDG_HINT(".L1::evict_last")
+  } else if constexpr (kL1 == 2) {
+    FK_LDG_HINT(".L1::evict_first")
+  } else {
+    FK_LDG_HINT("")
+  }
   if constexpr (kBytes == 4 || kBytes == 8 || kBytes == 16) memcpy(&d, w, kBytes);
   else d = *reinterpret_cast<const fk_pack<T, N>*>(p);
   return d;
 }
-template <typename T, int N>
+#undef FK_LDG_HINT
+template <typename T, int N, int kL1 = 0>
 static __device__ __forceinline__ fk_pack<T, N> fk_load_hint(const T* p, int col0, int cols, bool aligned,
                                                            unsigned long long policy) {
-  if (aligned && col0 + N <= cols) return fk_ldg_hint<T, N>(p + col0, policy);
+  if (aligned && col0 + N <= cols) return fk_ldg_hint<T, N, kL1>(p + col0, policy);
   return fk_load<T, N>(p, col0, cols, false);
 }
-template <int N>
+template <int N, int kL1 = 0>
 static __device__ __forceinline__ fk_pack<unsigned, N / 2> fk_load_words_hint(const unsigned short* p, int col0, int cols,
                                                                              bool aligned, unsigned long long policy) {
   if (aligned && col0 + N <= cols)
-    return fk_ldg_hint<unsigned, N / 2>(reinterpret_cast<const unsigned*>(p + col0), policy);
+    return fk_ldg_hint<unsigned, N / 2, kL1>(reinterpret_cast<const unsigned*>(p + col0), policy);
   return fk_load_words<N>(p, col0, cols, false);
 }
 #endif
@@ -490,7 +501,13 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
                                 : cand.name + " has no weight (an input indexed by the column alone): set wbatch=0"));
   // hint=1: row loads tell the L2 what to keep (fk_keep: weights, rows a
   // later pass reads again) and what to drop first (fk_stream: last reads).
-  const bool hint = config.get_or("hint", 0) == 1;
+  // hint=2: also the L1, and a row read once (cached in registers or
+  // staged) is read with fk_keep, as Inductor's first read of a row is: on
+  // the H200 that made rmsnorm f32 4096x16384 held in registers 3 % faster
+  // than the same kernel with plain loads, and with hint=1's fk_stream it
+  // was 4-6 % slower (bench/gap_probe.py, run 7c678bc-gap).
+  const int hint = static_cast<int>(config.get_or("hint", 0));
+  const std::string read_once = hint == 2 ? "fk_keep" : "fk_stream";
   // len=L: the kernel is compiled for rows of exactly L columns (`cols` a
   // constant: the cached path's guards, alignment test and fallback fold
   // away); the runtime launches it for no other row length.
@@ -498,12 +515,13 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   if (fixed_cols != 0) RowReductionTemplate::specialize(config, fixed_cols);  // UserError for a length no row has
   const std::string st = pipe.dtype == DType::kF32 ? "float" : "unsigned short";
   // The call that loads vector col0 of `ptr` (as words: a packed 16-bit row).
-  // `policy` names the L2 policy variable, used with hint=1.
+  // `policy` names the policy variable, used with hint=1 and 2.
   auto load = [&](bool as_words, const std::string& ptr, const std::string& policy) {
     const std::string f = as_words ? "fk_load_words" : "fk_load";
-    const std::string targs = as_words ? "<kV>(" : "<" + st + ", kV>(";
-    return hint ? f + "_hint" + targs + ptr + ", col0, cols, aligned, " + policy + ")"
-                : f + targs + ptr + ", col0, cols, aligned)";
+    const std::string l1 = hint == 2 ? (policy == "fk_keep" ? ", 1" : ", 2") : "";
+    const std::string targs = (as_words ? "<kV" : "<" + st + ", kV") + l1 + ">(";
+    return hint != 0 ? f + "_hint" + targs + ptr + ", col0, cols, aligned, " + policy + ")"
+                     : f + targs + ptr + ", col0, cols, aligned)";
   };
   // The policy of the full inputs' loads in the pass being printed.
   std::string row_policy = "fk_stream";
@@ -518,7 +536,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << cuda_prelude() << kRowHelpers;
   if (persist > 0) src << kAsyncCopyHelpers;
   if (!pairs.empty()) src << kPairHelpers;
-  if (hint) src << kHintHelpers;
+  if (hint != 0) src << kHintHelpers;
 
   // fk_body<k> and fk_point share one argument list: every input's value at
   // the column, every reduction, every parameter.
@@ -845,7 +863,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     for (const auto& i : cand.inputs)
       if (i.full())
         s += in + "    w_" + i.name + "[g] = active && col0 < cols ? " +
-             load(stage && words, "x_" + i.name, stage ? "fk_stream" : row_policy) + " : " + type + "();\n";
+             load(stage && words, "x_" + i.name, stage ? read_once : row_policy) + " : " + type + "();\n";
     s += in + "  }\n#pragma unroll\n" + in + "  for (int g = 0; g < " + n + "; ++g) {\n";
     if (stage) s += in + "    const int j = jb + g;\n";
     s += in + "    const int col0 = " + (stage ? std::string("(j * kT * kS + tid) * kV") : col0) + ";\n" + in +
@@ -1018,7 +1036,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   } else {
     src << "  const int tid = threadIdx.x;\n";
   }
-  if (hint) src << "  const unsigned long long fk_keep = fk_policy<true>(), fk_stream = fk_policy<false>();\n";
+  if (hint != 0) src << "  const unsigned long long fk_keep = fk_policy<true>(), fk_stream = fk_policy<false>();\n";
   // Re-reading path: any row length; each pass reads the row again.
   const From reread = unroll > 1 ? From::kBatch : From::kMemory;
 
@@ -1080,7 +1098,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
       src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
       for (const auto& in : cand.inputs)
         if (in.full())
-          src << "      c_" << in.name << "[j] = active ? " << load(words, "x_" + in.name, "fk_stream")
+          src << "      c_" << in.name << "[j] = active ? " << load(words, "x_" + in.name, read_once)
               << " : cache_t();\n";
       src << "    }\n";
       src << passes("    ", From::kRegisters, From::kRegisters);

@@ -39,7 +39,7 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("persist", {0, 1, 2}, 0);
   s.add("onepass", {0, 1}, 0);
   s.add("wbatch", {0, 1}, 0);
-  s.add("hint", {0, 1}, 0);
+  s.add("hint", {0, 1, 2}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -84,8 +84,8 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
             [element_bytes, weights](const Config& c) {
               return c.get_or("wbatch", 0) == 0 || c.get("cache") * c.get("vec") * element_bytes * weights <= 256;
             });
-  // L2 eviction policies on loads (createpolicy, ld .L2::cache_hint): sm_80+.
-  s.require("hint=1 (L2 eviction policies) needs sm_80 or later",
+  // Eviction policies on loads (createpolicy, ld .L2::cache_hint): sm_80+.
+  s.require("hint=1 or 2 (eviction policies) needs sm_80 or later",
             [async_copies](const Config& c) { return c.get_or("hint", 0) == 0 || async_copies; });
   // Cached vectors live in registers: at most 64 32-bit registers' worth.
   const int inputs = std::max(1, cached_inputs);
@@ -251,6 +251,18 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     if (out[i].get("fast") == 0 || cached_row(out[i]) != 4096 || out[i].get("rows") != 1) continue;
     Config c = out[i];
     c.set("hint", 1);
+    out.push_back(c);
+  }
+  // Rows of 16384 held in registers (1024 threads; 512 for 16-bit rows)
+  // also read with Inductor's hints (hint=2: evict_last in L1 and L2 for
+  // the row and the weights): a hand-written copy of the rmsnorm f32 winner
+  // took 130.3 us so at 4096x16384 on the H200, against 134.6 us with plain
+  // loads and 130.9 us for Inductor's kernel (bench/gap_probe.py, run
+  // 7c678bc-gap).
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    if (cached_row(out[i]) != 16384 || out[i].get("split") != 1 || out[i].get_or("smem", 0) != 0) continue;
+    Config c = out[i];
+    c.set("hint", 2);
     out.push_back(c);
   }
   // Rows split across a pair of blocks (the rows of 65536) also with one

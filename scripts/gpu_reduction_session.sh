@@ -2,8 +2,9 @@
 # The reduction issue's GPU steps in one call: the GPU tests (row reductions
 # included), copies of the byte counts the row ops move, a tune of every row
 # op at the issue's shapes, and memcheck of the winners (SKIP_TESTS=1 leaves
-# the GPU tests out; DTYPES, BUDGET, BACKENDS, SIZES narrow the tune). Expects .device/
-# from scripts/prepare_device.sh. Writes at most 8 files under $OUT.
+# the GPU tests out; DTYPES, BUDGET, BACKENDS, SIZES narrow the tune,
+# SPECIALIZE sets --specialize). Expects .device/ from scripts/prepare_device.sh.
+# Writes at most 8 files under $OUT.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 ops=${OPS:-softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax}
@@ -27,7 +28,7 @@ tail -8 "$out/copy.jsonl" >>"$log"
 
 step tune the row ops
 timeout ${TUNE_TIMEOUT:-300} "$bin/fusekit" tune --arch sm_90 --pattern $ops --dtype ${DTYPES:-f32,bf16} \
-  --backend ${BACKENDS:-nvrtc,halide} --budget ${BUDGET:-16} ${SIZES:+--sizes $SIZES} --db /tmp/rows.db >"$out/tune.txt" 2>"$out/tune_progress.txt"
+  --backend ${BACKENDS:-nvrtc,halide} --budget ${BUDGET:-16} ${SPECIALIZE:+--specialize $SPECIALIZE} ${SIZES:+--sizes $SIZES} --db /tmp/rows.db >"$out/tune.txt" 2>"$out/tune_progress.txt"
 echo "tune rc=$?" | tee -a "$log"
 "$bin/fusekit" db export --db /tmp/rows.db "$out/records.jsonl" >>"$log" 2>&1
 

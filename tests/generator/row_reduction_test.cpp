@@ -151,8 +151,10 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     EXPECT_FALSE(ln.legal(Config::parse("cache=0 fast=0 rows=1 threads=256 vec=4 wbatch=1")));
     EXPECT_TRUE(ln.legal(Config::parse("cache=8 fast=0 rows=1 threads=256 vec=8 wbatch=1")));    // 2 x 128 bytes
     EXPECT_FALSE(ln.legal(Config::parse("cache=16 fast=0 rows=1 smem=1 threads=64 vec=8 wbatch=1")));
-    // L2 eviction policies: sm_80 and later.
+    // Eviction policies (L2; L1 and L2): sm_80 and later.
     EXPECT_EQ(s.legal(Config::parse("cache=2 fast=0 hint=1 rows=1 threads=256 vec=4")), arch.arch.number() >= 80);
+    EXPECT_EQ(s.legal(Config::parse("cache=2 fast=0 hint=2 rows=1 threads=256 vec=4")), arch.arch.number() >= 80);
+    EXPECT_FALSE(s.legal(Config::parse("cache=2 fast=0 hint=3 rows=1 threads=256 vec=4")));
     // keep=0 only beside a cached row.
     EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
     EXPECT_TRUE(s.legal(Config::parse("cache=2 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
@@ -219,15 +221,18 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     // The split seeds hold a row of 65536 in registers.
     for (int bytes : {4, 2})
       for (const Config& c : RowReductionTemplate::seeds(Backend::kNvrtc, bytes))
-        if (c.get("split") > 1) EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
+        if (c.get("split") > 1) {
+          EXPECT_EQ(RowReductionTemplate::cached_row(c), 65536) << c.to_string();
+        }
     // Only the rows split across a pair ask for one combine per pair of
     // reductions, each beside its twin with two; no seed asks for weights
     // ahead (measured: no winner); the space still holds both for
     // layernorm. The fast seed of rows of 4096 in registers also comes with
-    // L2 eviction policies (hint=1), legal from sm_80.
+    // L2 eviction policies (hint=1), the rows of 16384 in registers with L1
+    // and L2 ones (hint=2); both legal from sm_80.
     for (int bytes : {4, 2}) {
       const std::vector<Config> seeds = RowReductionTemplate::seeds(Backend::kNvrtc, bytes);
-      size_t fast = 0, hinted = 0, pairs = 0, one_combine = 0;
+      size_t fast = 0, hinted = 0, pairs = 0, one_combine = 0, wide = 0, hinted_wide = 0;
       for (const Config& c : seeds) {
         EXPECT_EQ(c.get_or("wbatch", 0), 0) << c.to_string();
         pairs += c.get("split") == 2 && c.get_or("onepass", 0) == 0;
@@ -241,15 +246,27 @@ TEST(RowReductionTemplate, LegalityPerArch) {
         }
         fast += c.get("fast") == 1 && c.get_or("hint", 0) == 0 && c.get("rows") == 1 &&
                 RowReductionTemplate::cached_row(c) == 4096;
+        const bool in_registers_16k = RowReductionTemplate::cached_row(c) == 16384 && c.get("split") == 1 &&
+                                      c.get_or("smem", 0) == 0;
+        wide += in_registers_16k && c.get_or("hint", 0) == 0;
         if (c.get_or("hint", 0) == 0) continue;
-        ++hinted;
+        (c.get("hint") == 1 ? hinted : hinted_wide) += 1;
+        if (c.get("hint") == 2) {
+          EXPECT_TRUE(in_registers_16k) << c.to_string();
+        }
         Config plain = c;
         plain.set("hint", 0);
+        std::map<std::string, int64_t> twin = c.values();
+        twin.erase("hint");
+        EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(), [&](const Config& o) { return o == Config(twin); }))
+            << c.to_string();
         const ParamSpace space = RowReductionTemplate::space(arch, Backend::kNvrtc, bytes, 1);
         EXPECT_EQ(space.legal(c), space.legal(plain) && async_copies) << arch.arch.name() << " " << c.to_string();
       }
       EXPECT_EQ(hinted, fast);
       EXPECT_EQ(hinted, 1u);
+      EXPECT_EQ(hinted_wide, wide);
+      EXPECT_GE(hinted_wide, 1u);
       EXPECT_EQ(one_combine, pairs);
       EXPECT_GE(pairs, 3u);
     }
@@ -292,7 +309,10 @@ TEST(RowReductionPrinter, EveryOpCompilesWithNvrtc) {
       for (const char* cfg : {"cache=4 fast=1 hint=1 keep=0 rows=1 threads=128 vec=4",
                               "cache=2 fast=0 hint=1 keep=2 rows=1 smem=1 threads=256 vec=2",
                               "cache=0 fast=1 hint=1 rows=2 threads=64 unroll=2 vec=1",
-                              "cache=4 fast=1 hint=1 keep=2 persist=1 rows=1 smem=1 threads=128 vec=4"})
+                              "cache=4 fast=1 hint=1 keep=2 persist=1 rows=1 smem=1 threads=128 vec=4",
+                              "cache=4 fast=1 hint=2 keep=2 rows=1 threads=1024 vec=4",
+                              "cache=2 fast=0 hint=2 keep=0 rows=1 smem=1 threads=256 vec=2",
+                              "cache=0 fast=1 hint=2 rows=2 threads=64 unroll=2 vec=2"})
         cfgs.push_back(cfg);
       // Compiled for one row length: whole vectors, a partial last vector,
       // re-read, split across a cluster, persistent.
@@ -746,6 +766,27 @@ TEST(RowReductionPrinter, LoadsTellTheL2WhatToKeep) {
   const std::string plain = row_source("layernorm", DType::kF32, "cache=0 fast=1 rows=1 threads=256 vec=4");
   EXPECT_EQ(plain.find("fk_policy"), std::string::npos);
   EXPECT_EQ(plain.find("cache_hint"), std::string::npos);
+  // hint=1 loads carry no L1 priority.
+  EXPECT_EQ(count(reread, ", kV, 1>("), 0u);
+  EXPECT_EQ(count(reread, ", kV, 2>("), 0u);
+}
+
+// hint=2: the L1 too (1: evict_last with fk_keep, 2: evict_first with
+// fk_stream), and a row read once is kept, as Inductor reads a row first.
+TEST(RowReductionPrinter, InductorsHintsTellTheL1Too) {
+  const std::string reread = row_source("layernorm", DType::kF32, "cache=0 fast=1 hint=2 rows=1 threads=256 vec=4");
+  EXPECT_EQ(count(reread, "fk_load_hint<float, kV, 1>(x_x, col0, cols, aligned, fk_keep)"), 2u);    // mean, variance
+  EXPECT_EQ(count(reread, "fk_load_hint<float, kV, 2>(x_x, col0, cols, aligned, fk_stream)"), 1u);  // outputs
+  EXPECT_EQ(count(reread, "fk_load_hint<float, kV, 1>(g_w, col0, cols, aligned, fk_keep)"), 3u);
+  const std::string cached =
+      row_source("rmsnorm", DType::kF32, "cache=4 fast=1 hint=2 keep=2 len=16384 rows=1 threads=1024 vec=4");
+  EXPECT_NE(cached.find("c_x[j] = active ? fk_load_hint<float, kV, 1>(x_x, col0, cols, aligned, fk_keep) : cache_t();"),
+            std::string::npos);
+  EXPECT_NE(cached.find("FK_LDG_HINT(\".L1::evict_last\")"), std::string::npos);
+  EXPECT_NE(cached.find("FK_LDG_HINT(\".L1::evict_first\")"), std::string::npos);
+  const std::string staged =
+      row_source("rmsnorm", DType::kBF16, "cache=4 fast=1 hint=2 keep=0 rows=1 smem=1 threads=128 vec=8");
+  EXPECT_NE(staged.find("fk_load_words_hint<kV, 1>(x_x, col0, cols, aligned, fk_keep)"), std::string::npos);
 }
 
 TEST(RowReductionPrinter, UnrolledReReadsLoadABatchFirst) {

@@ -163,12 +163,16 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
           // Re-reading passes with two and four vectors in flight per thread.
           "cache=0 fast=1 rows=2 threads=64 unroll=4 vec=2", "cache=0 fast=0 rows=1 threads=256 unroll=2 vec=" + wide};
       std::vector<std::string> all = configs;
-      // L2 eviction policies on the loads (sm_80): cached in registers,
-      // staged, re-read with a batch of two, 4-, 8- and 16-byte vectors.
+      // Eviction policies on the loads (sm_80; hint=2 in L1 too): cached in
+      // registers, staged, re-read with a batch of two, 4-, 8- and 16-byte
+      // vectors.
       if (arch().arch.number() >= 80)
         for (const std::string& s : {"cache=4 fast=1 hint=1 keep=0 rows=2 threads=64 vec=" + wide,
                                      std::string("cache=8 fast=0 hint=1 keep=2 rows=1 smem=1 threads=128 vec=2"),
-                                     std::string("cache=0 fast=1 hint=1 rows=1 threads=256 unroll=2 vec=1")})
+                                     std::string("cache=0 fast=1 hint=1 rows=1 threads=256 unroll=2 vec=1"),
+                                     "cache=4 fast=1 hint=2 keep=2 rows=1 threads=256 vec=" + wide,
+                                     std::string("cache=8 fast=0 hint=2 keep=0 rows=1 smem=1 threads=128 vec=2"),
+                                     "cache=0 fast=0 hint=2 rows=2 threads=64 unroll=2 vec=" + wide})
           all.push_back(s);
       // Persistent blocks copying the next row group ahead (sm_80): two rows
       // per block, and 8-byte (f32) and 4-byte (bf16) copies; rows of 1001
@@ -265,7 +269,8 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
 }
 
 // Kernels compiled for one row length (len): rows of 1001 (a partial last
-// vector), 4096 (cached, staged, persistent, re-read) and 65536 (split
+// vector), 4096 (cached, staged, persistent, re-read), 16384 (in the
+// registers of 1024 threads, hint=2) and 65536 (split
 // across a cluster, sm_90), at 37 rows and at 3; each refused on rows of
 // another length rather than run.
 TEST_F(GpuKernels, SpecializedRowsMatchTheReference) {
@@ -279,8 +284,13 @@ TEST_F(GpuKernels, SpecializedRowsMatchTheReference) {
           {4096, "cache=4 fast=1 keep=0 rows=1 threads=256 vec=4"},
           {4096, "cache=2 fast=1 keep=1 rows=1 smem=1 threads=256 vec=" + wide},
           {4096, "cache=0 fast=1 rows=2 threads=128 unroll=2 vec=" + wide}};
-      if (arch().arch.number() >= 80)
+      if (arch().arch.number() >= 80) {
         all.push_back({4096, "cache=4 fast=1 keep=2 persist=2 rows=1 smem=1 threads=128 vec=" + wide});
+        // The 16384 register seed's twin with Inductor's hints (hint=2).
+        const std::string cache = std::to_string(16384 / (1024 * (16 / dtype_bytes(dt))));
+        all.push_back({16384, "cache=" + cache + " fast=1 hint=2 keep=" + (dt == DType::kF32 ? "2" : "0") +
+                                  " rows=1 threads=1024 vec=" + wide});
+      }
       if (arch().arch.number() >= 90)
         all.push_back({65536, "cache=8 fast=1 keep=2 rows=1 split=4 threads=512 vec=4"});
       auto wl = make_candidate_workload(c, dt);

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Asks where a gap between a fusekit kernel and Inductor's comes from, in one
+process: the kernel, or what surrounds it (the output buffer, the launch).
+
+  python3 bench/gap_probe.py --op rmsnorm --dtype f32 --shape 4096x16384 \
+      --dir DIR --artifacts ART --out gap.json
+
+DIR is a folder of scripts/probe_variants.py (variants.json and the .cu files
+`fusekit source` printed); --hand adds hand-written kernels of the same
+launch signature (bench/probes/). The
+script compiles the op with torch.compile (default mode) into a fresh Inductor
+cache, finds the Triton kernel(s) it built there, copies their PTX, metadata
+and source to ART, and launches the compiled cubin itself (CuPy) on the same
+tensors as the fusekit kernels. Then, in ROUNDS interleaved rounds of REPS
+calls each (peers.py's protocol: an event pair around each call, median), it
+times: Inductor as torch.compile calls it; a device copy of the same bytes;
+every variant into a preallocated output; the first variant and Inductor's
+cubin into an output allocated afresh per call (as Inductor's own call
+allocates); the first variant into outputs at several byte offsets from a
+common base. Every launch is checked against eager PyTorch first.
+"""
+import os
+import tempfile
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="fusekit-gap-inductor-"))
+os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "triton-own"))
+
+import argparse  # noqa: E402
+import glob  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+
+import cupy  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402
+
+
+def triton_kernels(cache):
+    """(name, cubin, metadata json, ptx) of every Triton kernel compiled under cache."""
+    found = []
+    for meta_path in glob.glob(os.path.join(cache, "**", "triton_*.json"), recursive=True):
+        stem = meta_path[:-len(".json")]
+        if not os.path.exists(stem + ".cubin") or not os.path.exists(stem + ".ptx"):
+            continue
+        try:
+            meta = json.load(open(meta_path))
+        except ValueError:
+            continue
+        found.append((meta.get("name", os.path.basename(stem)), stem + ".cubin", meta, stem + ".ptx"))
+    return found
+
+
+def entry_params(ptx, name):
+    """The .param types of the entry `name`, in order (e.g. ['u64', 'u32'])."""
+    m = re.search(r"\.entry\s+" + re.escape(name) + r"\s*\((.*?)\)", ptx, re.S)
+    return re.findall(r"\.param\s+\.(\w+)", m.group(1)) if m else []
+
+
+def kernel_source(cache, name):
+    """Inductor's Python source holding `def name(`: its argument names."""
+    for path in glob.glob(os.path.join(cache, "**", "*.py"), recursive=True):
+        try:
+            text = open(path).read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        m = re.search(r"def " + re.escape(name) + r"\((.*?)\)", text, re.S)
+        if m:
+            return path, text, [a.split(":")[0].strip() for a in m.group(1).split(",") if a.strip()]
+    return None, "", []
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--op", default="rmsnorm")
+    ap.add_argument("--dtype", default="f32")
+    ap.add_argument("--shape", default="4096x16384")
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--hand", nargs="*", default=[],
+                    help="hand-written .cu probes: entry = the file's stem, threads = its __launch_bounds__")
+    ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=200)
+    a = ap.parse_args()
+    peers.set_torch_state()
+    os.makedirs(a.artifacts, exist_ok=True)
+    shape = [int(s) for s in a.shape.split("x")]
+    layout, names, params, eager = peers.OPS[a.op]
+    dt = peers.DTYPES[a.dtype]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)
+    ins = peers.make_inputs(layout, names, shape, dt, gen)
+    refs = [r.to(dt) for r in peers.as_tuple(eager(*[t.float() for t in ins]))]
+    outs = [torch.empty(list(r.shape), dtype=dt, device="cuda") for r in refs]
+    atol, rtol = peers.tolerance(a.dtype, layout, shape)
+    nbytes = (sum(t.numel() for t in ins) + sum(o.numel() for o in outs)) * outs[0].element_size()
+    stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    report = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "op": a.op, "dtype": a.dtype,
+              "shape": a.shape, "bytes": nbytes, "notes": [], "timings": {}}
+
+    def save():
+        with open(a.out, "w") as f:
+            json.dump(report, f, indent=1)
+
+    def agrees(got):
+        return all(bool(((g.float() - w.float()).abs() <= atol + rtol * w.float().abs()).all())
+                   for g, w in zip(got, refs))
+
+    compiled = torch.compile(eager, dynamic=False)
+    report["inductor_verified"] = agrees(peers.as_tuple(compiled(*ins)))
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    peers_calls = {"inductor (torch.compile)": lambda: compiled(*ins), "copy": lambda: dst.copy_(src)}
+
+    # Where a kernel writes: peers.py's preallocated output, an output
+    # allocated afresh per call (as torch.compile's own call does), and
+    # outputs at byte offsets in pools allocated after everything else.
+    placements = {"outs": lambda: outs}
+
+    def fresh_outs():
+        return [torch.empty(list(r.shape), dtype=dt, device="cuda") for r in refs]
+    placements["fresh per call"] = fresh_outs
+    pools = []
+    for off in (0, (32 << 20) + 4096):
+        pools.append(torch.empty(outs[0].numel() * outs[0].element_size() + off, dtype=torch.uint8, device="cuda"))
+        o = [pools[-1][off:].view(dt).view(list(refs[0].shape))]
+        placements["pool +%d B" % off] = lambda o=o: o
+    report["addresses"] = {"x": ins[0].data_ptr(), "refs": refs[0].data_ptr(), "outs": outs[0].data_ptr(),
+                           "fresh": fresh_outs()[0].data_ptr(), "pools": [t.data_ptr() for t in pools],
+                           "copy src": src.data_ptr(), "copy dst": dst.data_ptr()}
+
+    def launcher(fn, grid, block, shared, args_for):
+        def call(out_list):
+            with stream:
+                fn(grid, block, args_for(out_list), shared_mem=shared)
+        return call
+
+    kernels = {}  # label -> call(out list), each verified first
+
+    def admit(label, call, regs):
+        for o in outs:
+            o.zero_()
+        call(outs)
+        torch.cuda.synchronize()
+        ok = agrees(outs)
+        report["notes"].append("%s: regs %d, verified %s" % (label, regs, ok))
+        if ok:
+            kernels[label] = call
+        save()
+
+    # fusekit's printed kernels and the hand-written probes.
+    variants = [dict(v, file=os.path.join(a.dir, v["file"]))
+                for v in json.load(open(os.path.join(a.dir, "variants.json")))]
+    for path in a.hand:
+        text = open(path).read()
+        for inc in re.findall(r'#include "([^"]+)"', text):  # the launch bounds may sit in a header
+            text += open(os.path.join(os.path.dirname(path), inc)).read()
+        bounds = re.search(r"__launch_bounds__\((\d+)", text)
+        if not bounds:
+            sys.exit("%s: no __launch_bounds__(THREADS) to take the block size from" % path)
+        threads = int(bounds.group(1))
+        variants.append({"kind": "hand", "file": path, "entry": os.path.splitext(os.path.basename(path))[0],
+                         "threads": threads, "rows": 1, "fast": 1})
+    for v in variants:
+        label = "%s %s" % (v.get("kind", "fusekit"), os.path.basename(v["file"]))
+        options = ("--std=c++17", "-I" + os.path.dirname(os.path.abspath(v["file"]))) + (
+            ("--use_fast_math", "-DFK_FAST") if v["fast"] else ())
+        try:
+            fn = cupy.RawModule(code=open(v["file"]).read(), options=options).get_function(v["entry"])
+        except Exception as e:  # a variant that does not compile is a result too
+            report["notes"].append("%s: compile error %s" % (label, str(e)[:300]))
+            continue
+        grid = ((shape[0] + v["rows"] - 1) // v["rows"], 1, 1)
+        admit(label, launcher(fn, grid, (v["threads"], v["rows"], 1), 0,
+                              lambda o: tuple(cupy.uint64(t.data_ptr()) for t in ins + o) +
+                              tuple(cupy.float32(p) for p in params) + (cupy.int64(shape[0]), cupy.int32(shape[1]))),
+              fn.num_regs)
+
+    # Inductor's own cubin, launched here on the same tensors.
+    cache = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    for name, cubin, meta, ptx_path in triton_kernels(cache):
+        ptx = open(ptx_path).read()
+        types = entry_params(ptx, name)
+        src_path, src_text, argnames = kernel_source(cache, name)
+        stem = os.path.join(a.artifacts, "%s-%dw" % (name, meta.get("num_warps", 0)))  # one per config
+        shutil.copy(cubin, stem + ".cubin")
+        shutil.copy(ptx_path, stem + ".ptx")
+        with open(stem + ".meta.json", "w") as f:
+            json.dump({"meta": meta, "params": types, "argnames": argnames, "source": src_path}, f, indent=1)
+        if src_path:
+            shutil.copy(src_path, stem + ".source.py")
+        # Pointer arguments by name: an in_ptr loaded at an index with the
+        # row (x0) is a whole input, otherwise a [col] vector; the out_ptr
+        # stored at an index along the row (r0) the output, any other
+        # pointer a per-row intermediate (scratch).
+        ptr_names = [n for n in argnames if "ptr" in n]
+        whole = [i for i, n in enumerate(names) if "[" not in n]
+        vector = [i for i, n in enumerate(names) if "[" in n]
+        order, scratch = [], []
+        for n in ptr_names:
+            index = re.search(re.escape(n) + r" \+ \(([^)]*)\)", src_text)
+            index = index.group(1) if index else ""
+            if n.startswith("out_ptr") and "r0" in index and ("out", 0) not in order:
+                order.append(("out", 0))
+            elif n.startswith("in_ptr"):
+                pool = whole if "x0" in index else vector
+                if not pool:
+                    order = None
+                    break
+                order.append(("in", pool.pop(0)))
+            else:
+                order.append(("scratch", len(scratch)))
+                scratch.append(torch.empty(shape[0] * 64, dtype=torch.float32, device="cuda"))
+        numels = [n for n in argnames if n.endswith("numel")]
+        n_ptr_params = sum(1 for t in types if t in ("u64", "b64"))
+        if order is None or ("out", 0) not in order or whole or vector or n_ptr_params < len(order) or \
+                ptr_names != argnames[:len(ptr_names)]:
+            report["notes"].append("%s: argument order not understood (%s / %s); not launched" % (
+                name, argnames, types))
+            continue
+        values = {"xnumel": shape[0], "r0_numel": shape[1], "rnumel": shape[1]}
+        n_int = sum(1 for t in types if t in ("u32", "b32", "s32"))
+        if any(n not in values for n in numels) or n_int not in (0, len(numels)):
+            report["notes"].append("%s: size arguments %s, %d in the PTX; not launched" % (name, numels, n_int))
+            continue
+        ints = [values[n] for n in numels] if n_int else []
+        fn = cupy.RawModule(path=cubin).get_function(name)
+
+        def args_for(o, order=order, ints=ints, n_ptr_params=n_ptr_params, scratch=scratch):
+            pick = {"out": lambda k: o[k], "in": lambda k: ins[k], "scratch": lambda k: scratch[k]}
+            ptrs = [cupy.uint64(pick[kind](k).data_ptr()) for kind, k in order]
+            # Triton's scratch pointers (global, profile) come last, unused here (size 0).
+            return tuple(ptrs) + tuple(cupy.int32(i) for i in ints) + tuple(
+                cupy.uint64(0) for _ in range(n_ptr_params - len(ptrs)))
+        block = (meta.get("num_warps", 4) * 32, 1, 1)
+        admit("inductor cubin %s (%d warps)" % (name, block[0] // 32),
+              launcher(fn, (shape[0], 1, 1), block, meta.get("shared", 0), args_for), fn.num_regs)
+
+    calls = dict(peers_calls)
+    for label, call in kernels.items():
+        for where, outs_of in placements.items():
+            calls["%s -> %s" % (label, where)] = lambda c=call, w=outs_of: c(w())
+    for r in range(a.rounds):
+        for label, fn in calls.items():
+            times = peers.kernel_times([fn], a.reps)
+            report["timings"].setdefault(label, []).append(statistics.median(times))
+        save()
+    width = max(len(k) for k in calls)
+    base = statistics.median(report["timings"]["inductor (torch.compile)"])
+    for label, meds in report["timings"].items():
+        m = statistics.median(meds)
+        print("%-*s %8.2f us  (rounds %s)  %.3fx inductor" % (
+            width, label, m, " ".join("%.2f" % t for t in meds), base / m), flush=True)
+    for n in report["notes"]:
+        print(n, flush=True)
+
+
+if __name__ == "__main__":
+    main()
