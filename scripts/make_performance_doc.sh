@@ -25,6 +25,7 @@ pooled+=(--rows-run 66ed6e3+ "$h-aadf380-halide-rows-records.jsonl" "$h-aadf380-
 pooled+=(--rows-run 66ed6e3+ "$h-fd4659c-halide-rows-records.jsonl" -)  # no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$h-8a4d7bb-65k-rows-records.jsonl" "$h-8a4d7bb-65k-rows-copy.jsonl")
 pooled+=(--rows-run 66ed6e3+ "$h-740c4f2-halide-rows-records.jsonl" -)  # Halide only, no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$h-d25d308-hint2-rows-records.jsonl" -)  # no copies of its own
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -45,8 +46,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -130,6 +131,9 @@ TEST_TIMEOUT=180 TUNE_TIMEOUT=200 VERIFY_TIMEOUT=60 MEMCHECK_TIMEOUT=100 bash sc
       # 740c4f2-halide-rows, 5 min 32 s: GPU tests 10 of 10; the Halide tune now specializes (staged rows);
       # verify --package 66 checks, 0 failed, and under memcheck 66 checks, 0 errors
 source scripts/device_env.sh; timeout 200 .device/bin/gpu_test --gtest_output=json:\$OUT/gpu_test.json   # c541c46, 10 of 10
+OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax DTYPES=f32,bf16 SIZES=4096x16384 \\
+  BACKENDS=nvrtc BUDGET=16 SPECIALIZE=3 TUNE_TIMEOUT=290 TEST_TIMEOUT=200 MEMCHECK_TIMEOUT=60 \\
+  bash scripts/gpu_reduction_session.sh   # d25d308-hint2-rows, 6 min 14 s: GPU tests 10 of 10 (copies not kept)
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -144,7 +148,8 @@ source scripts/device_env.sh; timeout 200 .device/bin/gpu_test --gtest_output=js
 # 1795516-65k: seeds past the budget taken by timed row length first; aadf380/fd4659c-halide-rows: the Halide schedule's
 # vectors (vec) and warp-lane combine (lanes), Halide records only (the Halide column); 8a4d7bb-65k: the pair seeds
 # (split=2) also with one combine per pair of reductions (onepass=1); 740c4f2-halide-rows: Halide rows specialized for
-# their length, the row staged in shared memory where it fits. Every schedule these runs name prints the same kernel in all the commits that
+# their length, the row staged in shared memory where it fits; d25d308-hint2-rows: Inductor's load hints (hint=2) on
+# the rows of 16384 held in registers, --specialize 3. Every schedule these runs name prints the same kernel in all the commits that
 # know its parameters (new parameters default to the old kernel), except onepass=1 in d66b27f and b01c854,
 # whose pair combine c596d18 replaced: those records are left out; and persistent schedules (persist>0), whose
 # grid 731a221 caps at the clusters the device holds (before, P x SMs / split clusters, of which up to 3 clusters of
@@ -158,7 +163,7 @@ source scripts/device_env.sh; timeout 200 .device/bin/gpu_test --gtest_output=js
 REUSE_PACKAGE=1 SKIP_VERIFY=1 CALLS_TIMEOUT=60 NCU_TIMEOUT=120 bash scripts/gpu_profile_session.sh
 # = python3 bench/profile_kernels.py calls (host time per call over 2000 back-to-back calls, CUDA events);
 #   ncu --clock-control none --nvtx --nvtx-include fk/ ... (profile_kernels.py ncu); merge" \
-  --peers 163621e "$h-163621e-peers-peers.json" --plots img \
+  --peers d25d308 "$h-d25d308-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 H=bench/results/2026-12-01-h200
 # The package's records: the winners of the previous full-suite call (2f45bcf; its commands are in this
@@ -173,11 +178,12 @@ scripts/winners_jsonl.py \$R-ee61f7b-peers-winners.jsonl \$R-963bca3-peers-winne
 scripts/winners_jsonl.py /tmp/w1.jsonl \$R-ee61f7b-peers-winners.jsonl \$R-da426bc-65k-rows-records.jsonl
 scripts/winners_jsonl.py /tmp/w2.jsonl /tmp/w1.jsonl \$R-1795516-65k-rows-records.jsonl
 scripts/winners_jsonl.py \$H-163621e-peers-winners.jsonl /tmp/w2.jsonl \$H-8a4d7bb-65k-rows-records.jsonl
-# (178 records), then in one device call (run 163621e, 5 min 33 s):
-RECORDS=\$H-163621e-peers-winners.jsonl PEERS_TIMEOUT=300 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
+# (178 records: the package of the previous full-suite call, 163621e), then
+scripts/winners_jsonl.py \$H-d25d308-peers-winners.jsonl \$H-163621e-peers-winners.jsonl \$H-d25d308-hint2-rows-records.jsonl
+# (178 records), then in one device call (run d25d308, 4 min 28 s):
+RECORDS=\$H-d25d308-peers-winners.jsonl PEERS_TIMEOUT=420 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
   bash scripts/gpu_peers_session.sh
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
-#   compiles torch.compile's 252 graphs in 8 processes and then times every op (293 s; the suite's results and its
-#   summary were written, and the process's exit then ran past the 300 s limit: rc 124); then fusekit verify
+#   compiles torch.compile's 252 graphs in 8 processes and then times every op (235 s); then fusekit verify
 #   --package (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)"
