@@ -14,10 +14,11 @@ and source to ART, and launches the compiled cubin itself (CuPy) on the same
 tensors as the fusekit kernels. In ROUNDS interleaved rounds of REPS
 calls each (peers.py's protocol: an event pair around each call, median), it
 times: Inductor as torch.compile calls it; a device copy of the same bytes;
-every variant into a preallocated output; the first variant and Inductor's
-cubin into an output allocated afresh per call (as Inductor's own call
-allocates); the first variant into outputs at several byte offsets from a
-common base. Every launch is checked against eager PyTorch first.
+every kernel into a preallocated output, into an output allocated afresh
+per call (as Inductor's own call allocates), into outputs at byte offsets in
+later pools, and with its inputs and outputs laid out as the tuner lays
+them out (one allocation). Every launch is checked against eager PyTorch
+first.
 """
 import os
 import tempfile
@@ -117,35 +118,48 @@ def main():
     dst = torch.empty_like(src)
     peers_calls = {"inductor (torch.compile)": lambda: compiled(*ins), "copy": lambda: dst.copy_(src)}
 
-    # Where a kernel writes: peers.py's preallocated output, an output
-    # allocated afresh per call (as torch.compile's own call does), and
-    # outputs at byte offsets in pools allocated after everything else.
-    placements = {"outs": lambda: outs}
+    # Where a kernel reads and writes, (inputs, outputs): peers.py's tensors,
+    # an output allocated afresh per call (as torch.compile's own call does),
+    # outputs at byte offsets in pools allocated after everything else, and
+    # the tuner's layout (search/gpu_measurer.cpp: one allocation, inputs then
+    # outputs, each at a multiple of 256 bytes).
+    placements = {"outs": lambda: (ins, outs)}
 
     def fresh_outs():
         return [torch.empty(list(r.shape), dtype=dt, device="cuda") for r in refs]
-    placements["fresh per call"] = fresh_outs
+    placements["fresh per call"] = lambda: (ins, fresh_outs())
     pools = []
     for off in (0, (32 << 20) + 4096):
         pools.append(torch.empty(outs[0].numel() * outs[0].element_size() + off, dtype=torch.uint8, device="cuda"))
         o = [pools[-1][off:].view(dt).view(list(refs[0].shape))]
-        placements["pool +%d B" % off] = lambda o=o: o
+        placements["pool +%d B" % off] = lambda o=o: (ins, o)
+    offsets, end = [], 0
+    for t in ins + outs:
+        offsets.append(end)
+        end = (end + t.numel() * t.element_size() + 255) // 256 * 256
+    pools.append(torch.empty(end, dtype=torch.uint8, device="cuda"))
+    laid = [pools[-1][o:o + t.numel() * t.element_size()].view(dt).view(list(t.shape))
+            for o, t in zip(offsets, ins + outs)]
+    for t, src_t in zip(laid, ins):
+        t.copy_(src_t)
+    tuner_io = (laid[:len(ins)], laid[len(ins):])
+    placements["tuner layout"] = lambda: tuner_io
     report["addresses"] = {"x": ins[0].data_ptr(), "refs": refs[0].data_ptr(), "outs": outs[0].data_ptr(),
                            "fresh": fresh_outs()[0].data_ptr(), "pools": [t.data_ptr() for t in pools],
                            "copy src": src.data_ptr(), "copy dst": dst.data_ptr()}
 
     def launcher(fn, grid, block, shared, args_for):
-        def call(out_list):
+        def call(io):
             with stream:
-                fn(grid, block, args_for(out_list), shared_mem=shared)
+                fn(grid, block, args_for(io), shared_mem=shared)
         return call
 
-    kernels = {}  # label -> call(out list), each verified first
+    kernels = {}  # label -> call((inputs, outputs)), each verified first
 
     def admit(label, call, regs):
         for o in outs:
             o.zero_()
-        call(outs)
+        call((ins, outs))
         torch.cuda.synchronize()
         ok = agrees(outs)
         report["notes"].append("%s: regs %d, verified %s" % (label, regs, ok))
@@ -177,7 +191,7 @@ def main():
             continue
         grid = ((shape[0] + v["rows"] - 1) // v["rows"], 1, 1)
         admit(label, launcher(fn, grid, (v["threads"], v["rows"], 1), 0,
-                              lambda o: tuple(cupy.uint64(t.data_ptr()) for t in ins + o) +
+                              lambda io: tuple(cupy.uint64(t.data_ptr()) for t in io[0] + io[1]) +
                               tuple(cupy.float32(p) for p in params) + (cupy.int64(shape[0]), cupy.int32(shape[1]))),
               fn.num_regs)
 
@@ -253,8 +267,8 @@ def main():
         ints = [values[n] for n in numels] if n_int else []
         fn = cupy.RawModule(path=cubin).get_function(name)
 
-        def args_for(o, order=order, ints=ints, n_ptr_params=n_ptr_params, scratch=scratch):
-            pick = {"out": lambda k: o[k], "in": lambda k: ins[k], "scratch": lambda k: scratch[k]}
+        def args_for(io, order=order, ints=ints, n_ptr_params=n_ptr_params, scratch=scratch):
+            pick = {"out": lambda k: io[1][k], "in": lambda k: io[0][k], "scratch": lambda k: scratch[k]}
             ptrs = [cupy.uint64(pick[kind](k).data_ptr()) for kind, k in order]
             # Triton's scratch pointers (global, profile) come last, unused here (size 0).
             return tuple(ptrs) + tuple(cupy.int32(i) for i in ints) + tuple(
