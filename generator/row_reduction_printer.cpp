@@ -504,8 +504,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // hint=2: also the L1, and a row read once (cached in registers or
   // staged) is read with fk_keep, as Inductor's first read of a row is: on
   // the H200 that made rmsnorm f32 4096x16384 held in registers 3 % faster
-  // than the same kernel with plain loads, and with hint=1's fk_stream it
-  // was 4-6 % slower (bench/gap_probe.py, run 7c678bc-gap).
+  // than the same kernel without hints (hand copies, bench/gap_probe.py run
+  // 7c678bc-gap; 1.5 % in the tune d25d308-hint2-rows), where hint=1's
+  // fk_stream had made it 4-6 % slower.
   const int hint = static_cast<int>(config.get_or("hint", 0));
   const std::string read_once = hint == 2 ? "fk_keep" : "fk_stream";
   // len=L: the kernel is compiled for rows of exactly L columns (`cols` a

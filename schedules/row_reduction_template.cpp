@@ -253,12 +253,14 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     c.set("hint", 1);
     out.push_back(c);
   }
-  // Rows of 16384 held in registers (1024 threads; 512 for 16-bit rows)
+  // The seeds holding rows of 16384 in registers (512 and 1024 threads)
   // also read with Inductor's hints (hint=2: evict_last in L1 and L2 for
   // the row and the weights): a hand-written copy of the rmsnorm f32 winner
-  // took 130.3 us so at 4096x16384 on the H200, against 134.6 us with plain
-  // loads and 130.9 us for Inductor's kernel (bench/gap_probe.py, run
-  // 7c678bc-gap).
+  // took 130.3 us so at 4096x16384 on the H200, against 134.6 us without
+  // hints and 130.9 us for Inductor's kernel (bench/gap_probe.py, run
+  // 7c678bc-gap). Tuned (d25d308-hint2-rows), the twins won 7 of the 14
+  // row ops and dtypes at 4096x16384; they lost for bf16 layernorm and
+  // rmsnorm.
   for (size_t i = 0, n = out.size(); i < n; ++i) {
     if (cached_row(out[i]) != 16384 || out[i].get("split") != 1 || out[i].get_or("smem", 0) != 0) continue;
     Config c = out[i];
