@@ -158,11 +158,12 @@ OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_sof
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --profile "$r-ee61f7b-profile-profile.json" \
-  --profile-command "# the second step of the peers call ee61f7b below, on the package that call built and timed:
-REUSE_PACKAGE=1 SKIP_VERIFY=1 CALLS_TIMEOUT=60 NCU_TIMEOUT=120 bash scripts/gpu_profile_session.sh
-# = python3 bench/profile_kernels.py calls (host time per call over 2000 back-to-back calls, CUDA events);
-#   ncu --clock-control none --nvtx --nvtx-include fk/ ... (profile_kernels.py ncu); merge" \
+  --profile "$h-be82e7a-profile-profile.json" \
+  --profile-command "# the package of the peers call d25d308 below, built again and profiled in a call of its own (75 s):
+RECORDS=bench/results/2026-12-01-h200-d25d308-peers-winners.jsonl SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh
+# = fusekit build --arch sm_90 from those records; python3 bench/profile_kernels.py calls (host time per call over
+#   2000 back-to-back calls, CUDA events); ncu --clock-control none --nvtx --nvtx-include fk/ ...
+#   (profile_kernels.py ncu); merge" \
   --peers d25d308 "$h-d25d308-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 H=bench/results/2026-12-01-h200
