@@ -7,11 +7,11 @@ process: the kernel, or what surrounds it (the output buffer, the launch).
 
 DIR is a folder of scripts/probe_variants.py (variants.json and the .cu files
 `fusekit source` printed); --hand adds hand-written kernels of the same
-launch signature (bench/probes/). The
-script compiles the op with torch.compile (default mode) into a fresh Inductor
-cache, finds the Triton kernel(s) it built there, copies their PTX, metadata
-and source to ART, and launches the compiled cubin itself (CuPy) on the same
-tensors as the fusekit kernels. In ROUNDS interleaved rounds of REPS
+launch signature (bench/probes/). The script compiles the op with
+torch.compile (default mode) into a fresh Inductor cache, finds the Triton
+kernel(s) it built there, copies their PTX, metadata and source to ART, and
+launches the compiled cubin itself (CuPy) on the same tensors as the fusekit
+kernels. In ROUNDS interleaved rounds of REPS
 calls each (peers.py's protocol: an event pair around each call, median), it
 times: Inductor as torch.compile calls it; a device copy of the same bytes;
 every kernel into a preallocated output, into an output allocated afresh
