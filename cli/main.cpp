@@ -317,23 +317,20 @@ int cmd_verify(const po::variables_map& vm) {
       auto wl = make_candidate_workload(cand, dt);
       auto builder = make_kernel_builder(cand, dt, arch);
       auto built = builder->build(winners);
-      std::vector<std::vector<int64_t>> domains;
-      for (const auto& s : sizes_for(vm, cand)) domains.push_back(domain_for(cand, s));
+      std::vector<Problem> sized;
+      for (const auto& s : sizes_for(vm, cand)) sized.push_back(wl->problem(domain_for(cand, s)));
+      const TemplateKind kind = cand.template_kind();
       for (size_t i = 0; i < winners.size(); ++i) {
         // The odd shape, or rows the schedule runs on where it takes some
         // row lengths only (an odd count of its `len`, a multiple of its
-        // vector), then each size it can run.
-        const TemplateKind kind = cand.template_kind();
-        std::vector<std::vector<int64_t>> own = {
-            template_verify_domain(kind, winners[i].config, winners[i].backend, cand.odd_domain())};
-        for (const auto& d : domains) {
-          int64_t elements = 1;
-          for (int64_t e : d) elements *= e;
-          if (template_size_violation(kind, winners[i].config, winners[i].backend, elements, d.front()).empty())
-            own.push_back(d);
-        }
-        for (const auto& d : own) {
-          Problem p = wl->problem(d);
+        // vector), then each size it can run (as the tuner filters them).
+        std::vector<Problem> own = {
+            wl->problem(template_verify_domain(kind, winners[i].config, winners[i].backend, cand.odd_domain()))};
+        for (const Problem& p : sized)
+          if (template_size_violation(kind, winners[i].config, winners[i].backend, p.elements(), p.domain.front())
+                  .empty())
+            own.push_back(p);
+        for (const Problem& p : own) {
           MeasureResult m;
           if (built[i].ok) m = measurer->measure(*wl, p, {{&winners[i], &built[i].artifact}}, verify_only).front();
           else { m.status = RecordStatus::kCompileError; m.error = built[i].error; }
