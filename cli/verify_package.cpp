@@ -26,6 +26,7 @@
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
 #include "generator/catalog.h"
+#include "schedules/row_reduction_template.h"
 #include "search/workload.h"
 
 namespace fusekit {
@@ -177,7 +178,7 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     // the row length rounded up to a multiple of m.
     for (const auto& [m, k, row_k] : row_multiples[key]) {
       std::vector<int64_t> d = odd_domain_in_bucket(*cand, k, row_k);
-      d.front() += (m - d.front() % m) % m;
+      d.front() = RowReductionTemplate::round_up_row(d.front(), m);
       cases.push_back({d, false});
     }
     cases.push_back({cand->odd_domain(), true});

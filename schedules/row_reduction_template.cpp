@@ -474,8 +474,7 @@ std::vector<int64_t> template_verify_domain(TemplateKind kind, const Config& con
     odd.back() = RowReductionTemplate::kSpecializedVerifyRows;
     return odd;
   }
-  const int64_t m = RowReductionTemplate::row_multiple(config, backend);
-  odd.front() += (m - odd.front() % m) % m;
+  odd.front() = RowReductionTemplate::round_up_row(odd.front(), RowReductionTemplate::row_multiple(config, backend));
   return odd;
 }
 

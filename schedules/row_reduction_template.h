@@ -131,6 +131,9 @@ class RowReductionTemplate {
   // Rows a schedule's kernel is taken for must have a multiple of this
   // many columns (Halide vector schedules: vec); 1 for any row.
   static int row_multiple(const Config& config, Backend backend);
+  // `cols` rounded up to a row length such a kernel takes (a multiple of
+  // `multiple`): where its odd shape is verified.
+  static int64_t round_up_row(int64_t cols, int64_t multiple) { return cols + (multiple - cols % multiple) % multiple; }
 };
 
 // Which template a candidate's kernels follow, and the tuner's view of it.
