@@ -291,7 +291,9 @@ TEST(Tuner, VerifiesHalideVectorsOnRowsOfTheirMultiple) {
   for (const auto& r : t.db->all()) {
     ASSERT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.shape << " " << r.error;
     const int64_t vec = Config::parse(r.params).get_or("vec", 1);
-    if (vec > 1) EXPECT_EQ(r.shape, "5x4096") << r.params;  // never at 3001 columns
+    if (vec > 1) {
+      EXPECT_EQ(r.shape, "5x4096") << r.params;  // never at 3001 columns
+    }
     vectors += vec > 1;
   }
   EXPECT_GE(vectors, 3u);  // the seeds
