@@ -33,3 +33,10 @@ package_verify() {
   timeout "$limit" "$@" "$bin/fusekit" verify --package "$pkg" --max-elements "$max"
   echo "$label rc=$?"
 }
+
+# run_gpu_tests SECONDS: the GPU tests (ctest label gpu, one binary), their
+# results in $out/gpu_test.json, "gpu_test rc=N" in the log.
+run_gpu_tests() {
+  timeout "$1" "$bin/gpu_test" --gtest_output=json:"$out/gpu_test.json" >>"$log" 2>&1
+  echo "gpu_test rc=$?" | tee -a "$log"
+}

@@ -15,8 +15,7 @@ step environment
 
 if [ -z "${SKIP_TESTS:-}" ]; then
   step gpu tests
-  timeout ${TEST_TIMEOUT:-240} "$bin/gpu_test" --gtest_output=json:"$out/gpu_test.json" >>"$log" 2>&1
-  echo "gpu_test rc=$?" | tee -a "$log"
+  run_gpu_tests "${TEST_TIMEOUT:-240}"
 fi
 
 step tune the row ops, Halide only

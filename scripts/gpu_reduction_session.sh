@@ -16,8 +16,7 @@ if [ -n "$missing" ]; then echo "missing libraries: $missing" | tee -a "$log"; e
 
 if [ -z "${SKIP_TESTS:-}" ]; then
   step gpu tests
-  timeout ${TEST_TIMEOUT:-240} "$bin/gpu_test" --gtest_output=json:"$out/gpu_test.json" >>"$log" 2>&1
-  echo "gpu_test rc=$?" | tee -a "$log"
+  run_gpu_tests "${TEST_TIMEOUT:-240}"
 fi
 
 step copy bandwidth at the row ops byte counts, MiB copied: 64 96 128 192 256 384 512 1024

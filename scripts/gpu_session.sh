@@ -15,8 +15,7 @@ missing=$(ldd "$bin/fusekit" "$bin/gpu_test" | grep "not found" || true)
 if [ -n "$missing" ]; then echo "missing libraries: $missing" | tee -a "$log"; exit 1; fi
 
 step gpu tests
-timeout 300 "$bin/gpu_test" --gtest_output=json:"$out/gpu_test.json" >>"$log" 2>&1
-echo "gpu_test rc=$?" | tee -a "$log"
+run_gpu_tests 300
 
 step copy bandwidth before tuning
 timeout 60 "$bin/copy_bandwidth" | tee -a "$log" "$out/copy.jsonl"

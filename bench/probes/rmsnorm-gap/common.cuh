@@ -32,12 +32,6 @@ static __device__ __forceinline__ unsigned long long policy_first() {
   return p;
 }
 static __device__ __forceinline__ f4 ld_plain(const float* p) { return *reinterpret_cast<const f4*>(p); }
-// The read-only path (ld.global.nc, what __restrict__ const gives), through asm.
-static __device__ __forceinline__ f4 ld_nc(const float* p) {
-  f4 r;
-  asm("ld.global.nc.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p));
-  return r;
-}
 
 // Sum over the block: warp shuffles, 32 partials through shared memory,
 // a second shuffle tree in every warp (every thread gets the sum).
