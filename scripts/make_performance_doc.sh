@@ -46,7 +46,7 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json" \
   --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
@@ -134,6 +134,10 @@ source scripts/device_env.sh; timeout 200 .device/bin/gpu_test --gtest_output=js
 OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax DTYPES=f32,bf16 SIZES=4096x16384 \\
   BACKENDS=nvrtc BUDGET=16 SPECIALIZE=3 TUNE_TIMEOUT=290 TEST_TIMEOUT=200 MEMCHECK_TIMEOUT=60 \\
   bash scripts/gpu_reduction_session.sh   # d25d308-hint2-rows, 6 min 14 s: GPU tests 10 of 10 (copies not kept)
+source scripts/device_env.sh; run_gpu_tests 200; fusekit tune --arch sm_90 --pattern rmsnorm,softmax --dtype f32 \\
+  --backend nvrtc,halide --budget 4 --specialize 0 --sizes 3000x3001,512x4096 --db /tmp/r.db; compute-sanitizer --tool \\
+  memcheck fusekit verify --arch sm_90 --pattern rmsnorm,softmax --dtype f32 --sizes 3000x3001,512x4096 --db /tmp/r.db
+      # 2e72e96-review, 2 min 30 s, after the review's changes to fusekit verify: GPU tests 10 of 10; 12 checks, 0 errors
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
