@@ -25,7 +25,12 @@ workers made under each other's load are deleted first, so the timed process
 benchmarks Inductor's kernel configs itself, alone on the GPU.
 
 Timing: kernel time by CUDA events around each call after warm-up, median and
-p20/p80 of many calls, inputs rotated over enough copies to exceed L2; per-call
+p20/p80 of many calls, inputs rotated over enough copies to exceed L2. The
+calls are taken in --rounds interleaved rounds: each round times a block of
+every implementation in turn, starting one further along each round, so a
+drift in clocks or memory state during a row falls on all of them alike; each
+round's median is kept, and the summary gives the range of fusekit's ratio to
+Inductor over the rounds beside the ratio of the medians. Per-call
 time for small sizes as 10 000 back-to-back calls and one synchronize; the
 small sizes captured in a CUDA graph too. A device-to-device copy of the same
 bytes is the bandwidth limit.
@@ -232,6 +237,21 @@ def kernel_times(fn_per_set, reps):
     return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
 
 
+def interleaved_times(impls, reps, rounds):
+    """{name: (samples, per-round medians)}: `rounds` rounds of reps/rounds
+    calls of each implementation in turn, the order rotated by one per round."""
+    names = list(impls)
+    per = max(1, reps // rounds)
+    out = {n: ([], []) for n in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(r + k) % len(names)]
+            t = kernel_times(impls[name], per)
+            out[name][0].extend(t)
+            out[name][1].append(statistics.median(t))
+    return out
+
+
 def per_call_us(fn, calls=10000):
     for _ in range(50):
         fn()
@@ -341,6 +361,14 @@ def inductor_cache_counters():
     return {"fxgraph_cache_hit": c["fxgraph_cache_hit"], "fxgraph_cache_miss": c["fxgraph_cache_miss"]}
 
 
+def round_ratio_range(row):
+    """Lowest and highest of Inductor's time over fusekit's, round by round."""
+    fk = row["impls"]["fusekit"].get("round_medians_us", [])
+    ind = row["impls"]["inductor"].get("round_medians_us", [])
+    ratios = [i / f for f, i in zip(fk, ind)] or [float("nan")]
+    return min(ratios), max(ratios)
+
+
 def summarize(samples):
     s = sorted(samples)
     pick = lambda q: s[int(q * (len(s) - 1) + 0.5)]
@@ -358,6 +386,8 @@ def main():
     ap.add_argument("--package-ready", default="",
                     help="a file another process writes once --package is built (its text: 'ok' or why not); "
                          "compiling torch.compile's graphs overlaps the build")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds the kernel-time calls of each row are split into")
     ap.add_argument("--precompile-workers", type=int, default=8,
                     help="processes compiling torch.compile's graphs before timing; 0 = compile while timing")
     a = ap.parse_args()
@@ -440,9 +470,10 @@ def main():
                     print("fusekit disagrees with eager on %s %s %s (max err %g): not timed" % (
                         op, dt_name, row["shape"], err), file=sys.stderr)
                     del impls["fusekit"]
+                times = interleaved_times(impls, 30 if a.quick else 100, a.rounds)
                 for name, fns in impls.items():
-                    reps = 30 if a.quick else 100
-                    entry = summarize(kernel_times(fns, reps))
+                    entry = summarize(times[name][0])
+                    entry["round_medians_us"] = times[name][1]
                     entry["gbps"] = bytes_moved / (entry["median_us"] * 1e-6) / 1e9
                     if elements <= 1048576:
                         entry["per_call_us"] = per_call_us(fns[0], 2000 if a.quick else 10000)
@@ -469,7 +500,7 @@ def main():
                    "seconds": time.monotonic() - t_start, "precompile": compile_summary, "skipped_ops": skipped,
                    "results": results}, f, indent=1)
     # Summary: ratios at the largest size, geometric means.
-    print("\n%-22s %-4s %10s %10s %10s" % ("op", "dtype", "fk/ind", "fk/eager", "x copy"))
+    print("\n%-22s %-4s %10s %15s %10s %10s" % ("op", "dtype", "fk/ind", "rounds", "fk/eager", "x copy"))
     ratios_ind, ratios_eager = [], []
     for r in results:
         if r["elements"] < max(x["elements"] for x in results if x["op"] == r["op"]) or "fusekit" not in r["impls"]:
@@ -479,8 +510,9 @@ def main():
         re = r["impls"]["eager"]["median_us"] / fk_t
         ratios_ind.append(ri)
         ratios_eager.append(re)
-        print("%-22s %-4s %9.2fx %9.2fx %10.3f" % (r["op"], r["dtype"], ri, re,
-                                                   r["impls"]["copy"]["median_us"] / fk_t))
+        lo, hi = round_ratio_range(r)
+        print("%-22s %-4s %9.3fx %6.3f-%6.3fx %9.2fx %10.3f" % (r["op"], r["dtype"], ri, lo, hi, re,
+                                                               r["impls"]["copy"]["median_us"] / fk_t))
     if ratios_ind:
         print("geometric mean speedup: %.2fx over Inductor, %.2fx over eager" % (
             statistics.geometric_mean(ratios_ind), statistics.geometric_mean(ratios_eager)))

@@ -2,6 +2,7 @@
 # Everything fusekit does on a GPU machine in one call: check the carried
 # binaries link, run the GPU tests, measure copy bandwidth, tune the whole
 # catalog, export the database, and verify the winners under memcheck.
+# PATTERNS (comma-separated), DTYPES, SIZES and BUDGET narrow the tune.
 #
 # Expects .device/bin (stripped fusekit, gpu_test, copy_bandwidth) and
 # .device/debs (Debian runtime packages the GPU machine lacks; see
@@ -21,7 +22,8 @@ step copy bandwidth before tuning
 timeout 60 "$bin/copy_bandwidth" | tee -a "$log" "$out/copy.jsonl"
 
 step tune
-timeout ${TUNE_TIMEOUT:-360} "$bin/fusekit" tune --arch sm_90 --dtype ${DTYPES:-f32,bf16} \
+# shellcheck disable=SC2086
+timeout ${TUNE_TIMEOUT:-360} "$bin/fusekit" tune --arch sm_90 --dtype ${DTYPES:-f32,bf16} ${PATTERNS:+--pattern $PATTERNS} \
   --sizes ${SIZES:-4096,65536,1048576,67108864} --budget ${BUDGET:-24} --db /tmp/h200.db \
   >"$out/tune.txt" 2>"$out/tune_progress.txt"
 echo "tune rc=$?" | tee -a "$log"
@@ -34,7 +36,8 @@ step export
 
 step memcheck of every winner
 timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
-  "$bin/fusekit" verify --arch sm_90 --dtype ${DTYPES:-f32,bf16} --sizes 4096,65536 --db /tmp/h200.db \
+  "$bin/fusekit" verify --arch sm_90 --dtype ${DTYPES:-f32,bf16} ${PATTERNS:+--pattern $PATTERNS} \
+  --sizes ${MEMCHECK_SIZES:-4096,65536} --db /tmp/h200.db \
   >"$out/memcheck.txt" 2>&1
 echo "memcheck rc=$?" | tee -a "$log"
 tail -3 "$out/memcheck.txt" | tee -a "$log"

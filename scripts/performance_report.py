@@ -429,12 +429,19 @@ def peers_section(w, label, path, command, doc, plots, notes=""):
     w("Every fusekit output was checked against eager run on the inputs widened to f32 and rounded once to the")
     w("storage dtype, with fusekit's tolerances: %d of %d checks passed. Kernel time: CUDA events around each"
       % (sum(r["fusekit_verified"] for r in res), len(res)))
-    w("call after warm-up, median of 100, inputs rotated past L2. Below 1 M elements these event times are")
+    rounds = len(res[0]["impls"]["fusekit"].get("round_medians_us", [])) if res and "fusekit" in res[0]["impls"] else 0
+    if rounds:
+        w("call after warm-up, median of 100 taken in %d interleaved rounds (each round times a block of every" % rounds)
+        w("implementation in turn, the order rotated per round; \"rounds\" is the range of the per-round ratio to")
+        w("Inductor), inputs rotated past L2. Below 1 M elements these event times are")
+    else:
+        w("call after warm-up, median of 100, inputs rotated past L2. Below 1 M elements these event times are")
     w("bounded by the host (Python) path, so the per-call table is the meaningful one there. Speedups are")
     w("peer time / fusekit time (> 1: fusekit faster); × copy is copy time of the same bytes / fusekit time.\n")
     w("### Largest size of every op (kernel time)\n")
-    w("| op | dtype | shape | fusekit µs | eager µs | TorchScript µs | Inductor µs | Inductor max-autotune µs | vs Inductor | vs eager | × copy |")
-    w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("| op | dtype | shape | fusekit µs | eager µs | TorchScript µs | Inductor µs | Inductor max-autotune µs | vs Inductor |"
+      + (" rounds |" if rounds else "") + " vs eager | × copy |")
+    w("|---|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if rounds else "") + "---:|---:|")
     ri, re_, losses_best = [], [], []
     for r in res:
         if r["elements"] != max(x["elements"] for x in res if x["op"] == r["op"]) or "fusekit" not in r["impls"]:
@@ -446,9 +453,14 @@ def peers_section(w, label, path, command, doc, plots, notes=""):
         best = min(t["inductor"], t["inductor_max_autotune"]) / t["fusekit"]
         if best < 1.0:
             losses_best.append("%s %s %s %.3fx" % (r["op"], r["dtype"], r["shape"], best))
-        w("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %.2fx | %.3f |" % (
+        span = ""
+        if rounds:
+            per = [i / f for f, i in zip(r["impls"]["fusekit"]["round_medians_us"],
+                                         r["impls"]["inductor"]["round_medians_us"])]
+            span = " %.3f-%.3f |" % (min(per), max(per))
+        w("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s |%s %.2fx | %.3f |" % (
             r["op"], r["dtype"], r["shape"], t["fusekit"], t["eager"], t["torchscript"], t["inductor"],
-            t["inductor_max_autotune"], ("%.2fx" % si) if si >= 1.0 else "**%.2fx**" % si, se,
+            t["inductor_max_autotune"], ("%.3fx" % si) if si >= 1.0 else "**%.3fx**" % si, span, se,
             t["copy"] / t["fusekit"]))
     gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
     w("\nGeometric mean speedup at the largest sizes: **%.2fx over Inductor, %.2fx over eager**." % (gm(ri), gm(re_)))
