@@ -2,7 +2,7 @@
 # Everything fusekit does on a GPU machine in one call: check the carried
 # binaries link, run the GPU tests, measure copy bandwidth, tune the whole
 # catalog, export the database, and verify the winners under memcheck.
-# PATTERNS (comma-separated), DTYPES, SIZES and BUDGET narrow the tune.
+# PATTERNS (comma-separated), DTYPES, SIZES, BACKENDS and BUDGET narrow the tune.
 #
 # Expects .device/bin (stripped fusekit, gpu_test, copy_bandwidth) and
 # .device/debs (Debian runtime packages the GPU machine lacks; see
@@ -24,6 +24,7 @@ timeout 60 "$bin/copy_bandwidth" | tee -a "$log" "$out/copy.jsonl"
 step tune
 # shellcheck disable=SC2086
 timeout ${TUNE_TIMEOUT:-360} "$bin/fusekit" tune --arch sm_90 --dtype ${DTYPES:-f32,bf16} ${PATTERNS:+--pattern $PATTERNS} \
+  ${BACKENDS:+--backend $BACKENDS} \
   --sizes ${SIZES:-4096,65536,1048576,67108864} --budget ${BUDGET:-24} --db /tmp/h200.db \
   >"$out/tune.txt" 2>"$out/tune_progress.txt"
 echo "tune rc=$?" | tee -a "$log"
