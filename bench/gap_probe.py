@@ -75,6 +75,46 @@ def kernel_source(cache, name):
     return None, "", []
 
 
+def div_magic(d):
+    """runtime/launch_expr.cpp's div_magic: (magic, shift) with
+    (a * magic) >> shift == a // d for a < 2^31."""
+    if d < 1 or d > 0x7fffffff:
+        return 0, 0
+    l = (d - 1).bit_length()
+    s = 31 + l
+    return ((1 << s) + d - 1) // d, s
+
+
+def pointwise_launch(v, shape, names, sm_count):
+    """Blocks and the shape arguments (n, then per axis but the outermost
+    its extent and divmagic pair when an input broadcasts) of a pointwise
+    kernel printed by fusekit (generator/cuda_c_printer.cpp)."""
+    n = 1
+    for d in shape:
+        n *= d
+    inner = shape[::-1]  # innermost first, as the kernel's d0, d1, ...
+    sizes = [n]
+    if any("[" in name for name in names):
+        for d in inner[:-1]:
+            sizes += [d, *div_magic(d)]
+    tile = v["tile"]
+    blocks = n // inner[0] * -(-inner[0] // tile) if v["plane"] else -(-n // tile)
+    blocks = max(1, blocks)
+    if v["grid"]:
+        blocks = min(blocks, v["grid"] * sm_count)
+    return blocks, sizes
+
+
+def triton_block(ptx):
+    """XBLOCK of a Triton pointwise kernel: the shift applied to %ctaid.x
+    (pid * XBLOCK); None if the PTX does not show it."""
+    m = re.search(r"mov\.u32\s+(%r\d+),\s*%ctaid\.x;", ptx)
+    if not m:
+        return None
+    shl = re.search(r"shl\.b32\s+%r\d+,\s*" + re.escape(m.group(1)) + r",\s*(\d+);", ptx)
+    return 1 << int(shl.group(1)) if shl else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="rmsnorm")
@@ -101,6 +141,7 @@ def main():
     atol, rtol = peers.tolerance(a.dtype, layout, shape)
     nbytes = (sum(t.numel() for t in ins) + sum(o.numel() for o in outs)) * outs[0].element_size()
     stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
     report = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "op": a.op, "dtype": a.dtype,
               "shape": a.shape, "bytes": nbytes, "notes": [], "timings": {}}
 
@@ -189,10 +230,17 @@ def main():
         except Exception as e:  # a variant that does not compile is a result too
             report["notes"].append("%s: compile error %s" % (label, str(e)[:300]))
             continue
+        ptrs = lambda io: tuple(cupy.uint64(t.data_ptr()) for t in io[0] + io[1]) + tuple(
+            cupy.float32(p) for p in params)
+        if v.get("pointwise"):
+            grid, sizes = pointwise_launch(v, shape, names, sm_count)
+            admit(label, launcher(fn, (grid, 1, 1), (v["threads"], 1, 1), 0,
+                                  lambda io, sizes=sizes: ptrs(io) + tuple(cupy.int64(x) for x in sizes)),
+                  fn.num_regs)
+            continue
         grid = ((shape[0] + v["rows"] - 1) // v["rows"], 1, 1)
         admit(label, launcher(fn, grid, (v["threads"], v["rows"], 1), 0,
-                              lambda io: tuple(cupy.uint64(t.data_ptr()) for t in io[0] + io[1]) +
-                              tuple(cupy.float32(p) for p in params) + (cupy.int64(shape[0]), cupy.int32(shape[1]))),
+                              lambda io: ptrs(io) + (cupy.int64(shape[0]), cupy.int32(shape[1]))),
               fn.num_regs)
 
     calls = {}
@@ -230,10 +278,15 @@ def main():
             json.dump({"meta": meta, "params": types, "argnames": argnames, "source": src_path}, f, indent=1)
         if src_path:
             shutil.copy(src_path, stem + ".source.py")
-        # Pointer arguments by name: an in_ptr loaded at an index with the
-        # row (x0) is a whole input, otherwise a [col] vector; the out_ptr
-        # stored at an index along the row (r0) the output, any other
-        # pointer a per-row intermediate (scratch).
+        # Pointer arguments by name. Row kernels: an in_ptr loaded at an
+        # index with the row (x0) is a whole input, otherwise a [col] vector;
+        # the out_ptr stored at an index along the row (r0) the output, any
+        # other pointer a per-row intermediate (scratch). Pointwise kernels:
+        # an in_ptr loaded at the variable that is xindex itself is a whole
+        # input, otherwise a broadcast one; the out_ptr stored there the output.
+        pointwise = layout != "rows"
+        flat_var = re.search(r"\b(x\d+) = xindex\n", src_text)
+        flat_var = flat_var.group(1) if flat_var else "xindex"
         ptr_names = [n for n in argnames if "ptr" in n]
         whole = [i for i, n in enumerate(names) if "[" not in n]
         vector = [i for i, n in enumerate(names) if "[" in n]
@@ -241,10 +294,11 @@ def main():
         for n in ptr_names:
             index = re.search(re.escape(n) + r" \+ \(([^)]*)\)", src_text)
             index = index.group(1) if index else ""
-            if n.startswith("out_ptr") and "r0" in index and ("out", 0) not in order:
+            if n.startswith("out_ptr") and ("out", 0) not in order and (
+                    index == flat_var if pointwise else "r0" in index):
                 order.append(("out", 0))
             elif n.startswith("in_ptr"):
-                pool = whole if "x0" in index else vector
+                pool = whole if (index == flat_var if pointwise else "x0" in index) else vector
                 if not pool:
                     order = None
                     break
@@ -259,7 +313,14 @@ def main():
             report["notes"].append("%s: argument order not understood (%s / %s); not launched" % (
                 name, argnames, types))
             continue
-        values = {"xnumel": shape[0], "r0_numel": shape[1], "rnumel": shape[1]}
+        n_all = 1
+        for d in shape:
+            n_all *= d
+        values = {"xnumel": n_all} if pointwise else {"xnumel": shape[0], "r0_numel": shape[1], "rnumel": shape[1]}
+        xblock = triton_block(ptx) if pointwise else 1
+        if xblock is None:
+            report["notes"].append("%s: no XBLOCK in the PTX; not launched" % name)
+            continue
         n_int = sum(1 for t in types if t in ("u32", "b32", "s32"))
         if any(n not in values for n in numels) or n_int not in (0, len(numels)):
             report["notes"].append("%s: size arguments %s, %d in the PTX; not launched" % (name, numels, n_int))
@@ -274,8 +335,10 @@ def main():
             return tuple(ptrs) + tuple(cupy.int32(i) for i in ints) + tuple(
                 cupy.uint64(0) for _ in range(n_ptr_params - len(ptrs)))
         block = (meta.get("num_warps", 4) * 32, 1, 1)
-        admit("inductor cubin %s (%d warps)" % (name, block[0] // 32),
-              launcher(fn, (shape[0], 1, 1), block, meta.get("shared", 0), args_for), fn.num_regs)
+        grid = (-(-n_all // xblock) if pointwise else shape[0], 1, 1)
+        admit("inductor cubin %s (%d warps%s)" % (name, block[0] // 32,
+                                                  ", XBLOCK %d" % xblock if pointwise else ""),
+              launcher(fn, grid, block, meta.get("shared", 0), args_for), fn.num_regs)
 
     time_all(timed)
     width = max(len(k) for k in calls)

@@ -7,25 +7,28 @@
 #   LIST=bench/probes/rmsnorm-gap/list.txt HAND='bench/probes/rmsnorm-gap/*.cu' \
 #   OP=rmsnorm DTYPE=f32 SHAPE=4096x16384 bash scripts/gpu_gap_session.sh
 #
-# Expects .device/ from scripts/prepare_device.sh. Writes at most 8 files
-# under $OUT: log.txt, gap.json, gap.txt, sass.txt, artifacts.tar.gz.
+# HAND='' times no hand-written kernels (as for the pointwise ops' lists,
+# bench/probes/pointwise-gap/). Expects .device/ from scripts/prepare_device.sh.
+# Writes at most 8 files under $OUT: log.txt, gap.json, gap.txt, sass.txt,
+# artifacts.tar.gz.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 list=${LIST:-bench/probes/rmsnorm-gap/list.txt}
 step environment
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; which cuobjdump nvcc; } >>"$log" 2>&1
 step "kernels of $list"
+rm -rf /tmp/gap-variants /tmp/gap-art
 python3 scripts/probe_variants.py "$list" /tmp/gap-variants --fusekit "$bin/fusekit" >>"$log" 2>&1
 step probe
 # shellcheck disable=SC2086
 timeout "${PROBE_TIMEOUT:-300}" python3 bench/gap_probe.py --op "${OP:-rmsnorm}" --dtype "${DTYPE:-f32}" \
-  --shape "${SHAPE:-4096x16384}" --dir /tmp/gap-variants --hand ${HAND:-bench/probes/rmsnorm-gap/*.cu} \
+  --shape "${SHAPE:-4096x16384}" --dir /tmp/gap-variants --hand ${HAND-bench/probes/rmsnorm-gap/*.cu} \
   --artifacts /tmp/gap-art --out "$out/gap.json" --rounds "${ROUNDS:-5}" --reps "${REPS:-500}" >"$out/gap.txt" 2>>"$log"
 echo "probe rc=$?" | tee -a "$log"
 step sass
 {
   for c in /tmp/gap-art/*.cubin; do echo "##### $c"; cuobjdump -sass "$c"; done
-  for f in /tmp/gap-variants/*.cu ${HAND:-bench/probes/rmsnorm-gap/*.cu}; do
+  for f in /tmp/gap-variants/*.cu ${HAND-bench/probes/rmsnorm-gap/*.cu}; do
     echo "##### $f"
     nvcc -arch=sm_90 -cubin -std=c++17 --use_fast_math -DFK_FAST -I"$(dirname "$f")" -o /tmp/gap-k.cubin "$f" 2>/dev/null &&
       cuobjdump -sass /tmp/gap-k.cubin
