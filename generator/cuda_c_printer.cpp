@@ -243,62 +243,6 @@ static __device__ __forceinline__ float fk_floor_modf(float a, float b) { return
 template <typename T, int N> struct alignas(sizeof(T) * N) fk_pack { T v[N]; };
 )cuda";
 
-// Whole-tensor vector accesses with the cache operator in the PTX (pointwise
-// hint=1 and 2). kOp 1: ld.global, the coherent path, as Triton prints its
-// loads (for a const __restrict__ input the compiler picks the read-only
-// ld.global.nc); kOp 2: ld.global.cs / st.global.cs, streaming: lines are
-// allocated evict-first in L1 and L2, for data touched once.
-const char* kCacheOpHelpers = R"cuda(
-#define FK_LD(Q)                                                                       \
-  if constexpr (kBytes == 16)                                                          \
-    asm("ld.global" Q ".v4.u32 {%0, %1, %2, %3}, [%4];"                                \
-        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p));                   \
-  else if constexpr (kBytes == 8)                                                      \
-    asm("ld.global" Q ".v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));    \
-  else if constexpr (kBytes == 4)                                                      \
-    asm("ld.global" Q ".u32 %0, [%1];" : "=r"(w[0]) : "l"(p));                         \
-  else                                                                                 \
-    asm("ld.global" Q ".u16 %0, [%1];" : "=h"(h) : "l"(p));
-template <int kOp, typename T, int N>
-static __device__ __forceinline__ fk_pack<T, N> fk_ld(const T* p) {
-  constexpr int kBytes = sizeof(T) * N;
-  static_assert(kBytes == 2 || kBytes == 4 || kBytes == 8 || kBytes == 16, "an access of 2 to 16 bytes");
-  unsigned w[4];
-  unsigned short h;
-  if constexpr (kOp == 2) {
-    FK_LD(".cs")
-  } else {
-    FK_LD("")
-  }
-  fk_pack<T, N> d;
-  if constexpr (kBytes == 2) memcpy(&d, &h, 2);
-  else memcpy(&d, w, kBytes);
-  return d;
-}
-#undef FK_LD
-template <int kOp, typename T, int N>
-static __device__ __forceinline__ void fk_st(T* p, const fk_pack<T, N>& v) {
-  constexpr int kBytes = sizeof(T) * N;
-  static_assert(kOp == 2, "only the streaming store is spelled out");
-  static_assert(kBytes == 2 || kBytes == 4 || kBytes == 8 || kBytes == 16, "an access of 2 to 16 bytes");
-  unsigned w[4];
-  if constexpr (kBytes == 2) {
-    unsigned short h;
-    memcpy(&h, &v, 2);
-    asm volatile("st.global.cs.u16 [%0], %1;" ::"l"(p), "h"(h) : "memory");
-  } else {
-    memcpy(w, &v, kBytes);
-    if constexpr (kBytes == 16)
-      asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]),
-                   "r"(w[3]) : "memory");
-    else if constexpr (kBytes == 8)
-      asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]) : "memory");
-    else
-      asm volatile("st.global.cs.u32 [%0], %1;" ::"l"(p), "r"(w[0]) : "memory");
-  }
-}
-)cuda";
-
 }  // namespace
 
 std::string print_cuda_expr(const Expr& e, std::string* statements, const std::string& let_prefix,
@@ -314,26 +258,17 @@ const char* round_one_fn(DType dtype) {
 const char* round_pair_fn(DType dtype) { return dtype == DType::kF16 ? "fk_f2h2" : "fk_f2bf2"; }
 
 std::string print_rounded_vector_store(DType dtype, int vec, const std::string& indent, const std::string& values,
-                                       const std::string& dst, const std::string& lane, bool streaming) {
+                                       const std::string& dst, const std::string& lane) {
   const std::string& l = lane;
-  // `pack` at `ptr` (already of the pack's element type), as an assignment
-  // or through fk_st<2> (st.global.cs).
-  auto put = [&](const std::string& pack, const std::string& ptr, const std::string& pack_type) {
-    return streaming ? "fk_st<2>(" + ptr + ", " + pack + ");"
-                     : "*reinterpret_cast<" + pack_type + "*>(" + ptr + ") = " + pack + ";";
-  };
   if (dtype == DType::kF32)
     return indent + "{ pack_t q;\n#pragma unroll\n" + indent + "  for (int " + l + " = 0; " + l + " < kV; ++" + l +
-           ") q.v[" + l + "] = " + values + "[" + l + "];\n" + indent + "  " + put("q", dst, "pack_t") + " }\n";
-  if (vec == 1) {
-    const std::string rounded = std::string(round_one_fn(dtype)) + "(" + values + "[0])";
-    if (!streaming) return indent + "*(" + dst + ") = " + rounded + ";\n";
-    return indent + "{ fk_pack<unsigned short, 1> q; q.v[0] = " + rounded + "; " + put("q", dst, "") + " }\n";
-  }
+           ") q.v[" + l + "] = " + values + "[" + l + "];\n" + indent + "  *reinterpret_cast<pack_t*>(" + dst +
+           ") = q; }\n";
+  if (vec == 1) return indent + "*(" + dst + ") = " + round_one_fn(dtype) + "(" + values + "[0]);\n";
   return indent + "{ fk_pack<unsigned, kV / 2> q;\n#pragma unroll\n" + indent + "  for (int " + l + " = 0; " + l +
          " < kV / 2; ++" + l + ") q.v[" + l + "] = " + round_pair_fn(dtype) + "(" + values + "[2 * " + l + "], " +
-         values + "[2 * " + l + " + 1]);\n" + indent + "  " +
-         put("q", streaming ? "reinterpret_cast<unsigned*>(" + dst + ")" : dst, "fk_pack<unsigned, kV / 2>") + " }\n";
+         values + "[2 * " + l + " + 1]);\n" + indent + "  *reinterpret_cast<fk_pack<unsigned, kV / 2>*>(" + dst +
+         ") = q; }\n";
 }
 
 PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline& pipe, const Config& config,
@@ -356,17 +291,8 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
                     (need_coords ? " has an input that varies along the innermost axis" : " has no broadcast input") +
                     ": set plane=0");
 
-  // hint=1: whole-tensor inputs read through ld.global (not .nc); hint=2:
-  // read and written with .cs (streaming). Broadcast inputs, re-read by many
-  // vectors, keep the compiler's loads.
-  const int hint = static_cast<int>(config.get_or("hint", 0));
-  if (hint < 0 || hint > 2)
-    throw UserError("schedule '" + config.to_string() + "' has hint=" + std::to_string(hint) +
-                    "; a pointwise kernel takes hint=0 (the compiler's loads), 1 (ld.global) or 2 (.cs streaming)");
-
   std::ostringstream src;
   src << kPrelude;
-  if (hint != 0) src << kCacheOpHelpers;
 
   // fk_point: the candidate's math for one element, straight from its Exprs.
   src << "static __device__ __forceinline__ void fk_point(";
@@ -482,10 +408,8 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   auto store_vector = [&](size_t o, const std::string& indent) {
     const std::string n = std::to_string(o), dst = "g_o" + n + " + i0";
     // f32 results were computed into the pack itself (w_p): no copy.
-    if (pipe.dtype == DType::kF32)
-      return indent + (hint == 2 ? "fk_st<2>(" + dst + ", w_p" + n + ");\n"
-                                 : "*reinterpret_cast<pack_t*>(" + dst + ") = w_p" + n + ";\n");
-    return print_rounded_vector_store(pipe.dtype, vec, indent, "w_o" + n, dst, "j", hint == 2);
+    if (pipe.dtype == DType::kF32) return indent + "*reinterpret_cast<pack_t*>(" + dst + ") = w_p" + n + ";\n";
+    return print_rounded_vector_store(pipe.dtype, vec, indent, "w_o" + n, dst, "j");
   };
   // mode: 0 scalar tail, 1 vector lane with per-lane broadcast loads,
   // 2 vector lane whose broadcast values were loaded once per vector.
@@ -538,11 +462,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
   src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";
   for (const auto& in : cand.inputs)
-    if (in.full())
-      src << "        r_" << in.name << "[e] = "
-          << (hint ? "fk_ld<" + std::to_string(hint) + ", " + st + ", kV>(g_" + in.name + " + i0)"
-                   : "*reinterpret_cast<const pack_t*>(g_" + in.name + " + i0)")
-          << ";\n";
+    if (in.full()) src << "        r_" << in.name << "[e] = *reinterpret_cast<const pack_t*>(g_" << in.name << " + i0);\n";
   src << "      }\n";
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
   src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";

@@ -35,10 +35,8 @@ const char* round_pair_fn(DType dtype);
 // Statements storing `values[0 .. kV)` (f32) rounded to `dtype` as one aligned
 // vector at `dst`: 16-bit results two per conversion. Expects kV and pack_t
 // (fk_pack<storage, kV>) in scope; `lane` names the loop variable.
-// `streaming`: through fk_st<2> (st.global.cs), which pointwise kernels with
-// hint=2 define.
 std::string print_rounded_vector_store(DType dtype, int vec, const std::string& indent, const std::string& values,
-                                       const std::string& dst, const std::string& lane, bool streaming = false);
+                                       const std::string& dst, const std::string& lane);
 
 // Source and launch description of one kernel. The artifact's image is empty
 // until NVRTC compiles `source`.

@@ -25,9 +25,6 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
     // varying along them) have the choice; added after the first records,
     // which measured flat kernels.
     if (traits.plane_inputs > 0) s.add("plane", {0, 1}, 0);
-    // Cache operators on the streamed accesses; added after the first
-    // records, which measured the compiler's loads (hint=0).
-    s.add("hint", {0, 1, 2}, 0);
   }
   const bool planes = traits.plane_inputs > 0 && backend == Backend::kNvrtc;
   s.require(backend == Backend::kNvrtc
@@ -35,9 +32,6 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
                   "along it"
                 : "plane=1 with the Halide backend (NVRTC only)",
             [planes](const Config& c) { return c.get_or("plane", 0) == 0 || planes; });
-  if (backend == Backend::kHalide)
-    s.require("hint=1 or 2 with the Halide backend (NVRTC only)",
-              [](const Config& c) { return c.get_or("hint", 0) == 0; });
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") <= max_block; });
@@ -66,21 +60,9 @@ std::vector<Config> PointwiseTemplate::seeds(Backend backend, int element_bytes)
       if (backend == Backend::kNvrtc) {
         c.set("grid", 0);
         for (int64_t fast : {0, 1}) {
-          // ept=4 with exact math never won a largest size (H200, d25d308).
-          if (ept == 4 && fast == 0) continue;
           c.set("fast", fast);
           out.push_back(c);
         }
-        // One vector per thread at each block size that won a largest
-        // size on the H200 (128, 256, 1024 threads; run d25d308), read
-        // through ld.global as Triton's kernels are (hint=1) and streamed
-        // with .cs (hint=2).
-        if (ept == 1)
-          for (int64_t hint : {1, 2}) {
-            Config h = c;
-            h.set("hint", hint);
-            out.push_back(h);
-          }
         // A tile of one plane per block (ops with per-plane inputs; the
         // space of any other op has no such parameter and drops it).
         Config p = c;

@@ -16,11 +16,6 @@
 //            per block, and no element's coordinates    OpTraits::plane_inputs)
 //            are computed; 0: the domain is one flat
 //            index
-//   hint     cache operators on whole-tensor vector    0, 1, 2 (nvrtc only)
-//            accesses: 0 the compiler's (ld.global.nc
-//            for inputs); 1 ld.global (the coherent
-//            path, as Triton's loads); 2 .cs streaming
-//            loads and stores (evict first)
 #pragma once
 
 #include <Halide.h>
@@ -61,9 +56,8 @@ class PointwiseTemplate {
   // Halide schedule shifts its last tile inward, so it needs one full tile.
   static std::string size_violation(const Config& config, Backend backend, int64_t elements);
   // Known-good starting points (16-byte accesses, 128-1024 threads, 1-4
-  // vectors per thread, one vector per thread also with hint=1 and 2; the
-  // H200 winners of 2026-11-30 are among them or close); the search tries
-  // these before random ones.
+  // vectors per thread; the H200 winners of 2026-11-30 are among them or
+  // close); the search tries these before random ones.
   static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Applies the GPU schedule to `output` (whose pure vars are `vars`,
   // innermost first) for the Halide backend.

@@ -132,50 +132,6 @@ TEST(CudaCPrinter, PlaneTilesLoadPerPlaneInputsOncePerBlock) {
   }
 }
 
-// hint=1 reads whole-tensor inputs through ld.global, hint=2 reads and
-// writes them with .cs; broadcast inputs (bn_relu's scale and shift) keep
-// the compiler's loads, and hint=0 prints neither helper. Every dtype and
-// access width compiles, for sm_75 (the oldest this NVRTC takes) and sm_90.
-TEST(CudaCPrinter, HintsSpellCacheOperatorsOnStreamedAccesses) {
-  const auto& bn = find_pattern("bn_relu");
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
-    const Pipeline p = instantiate(bn, dt);
-    const std::string st = dt == DType::kF32 ? "float" : "unsigned short";
-    for (int vec : {1, 2, 16 / static_cast<int>(dtype_bytes(dt))}) {
-      for (int hint : {0, 1, 2}) {
-        SCOPED_TRACE(std::string(dtype_name(dt)) + " vec=" + std::to_string(vec) + " hint=" + std::to_string(hint));
-        const Config cfg = Config::parse("threads=128 ept=2 grid=0 fast=1 vec=" + std::to_string(vec) +
-                                         " hint=" + std::to_string(hint));
-        const std::string src = print_pointwise_kernel(bn, p, cfg, "k").source;
-        const std::string load = "r_x[e] = fk_ld<" + std::to_string(hint) + ", " + st + ", kV>(g_x + i0);";
-        EXPECT_EQ(src.find("fk_ld<") != std::string::npos, hint != 0) << src;
-        if (hint != 0) {
-          EXPECT_NE(src.find(load), std::string::npos) << src;
-        }
-        EXPECT_EQ(src.find("fk_st<2>(") != std::string::npos, hint == 2) << src;
-        EXPECT_EQ(src.find("fk_ld<" + std::to_string(hint) + ", " + st + ", kV>(g_scale"), std::string::npos);
-        for (const char* arch : {"sm_75", "sm_90"}) {
-          const NvrtcResult r = compile_cuda_to_cubin(src, "k", require_arch(arch).arch, true);
-          EXPECT_TRUE(r.ok) << arch << ": " << r.log;
-        }
-      }
-    }
-  }
-  try {
-    print_pointwise_kernel(bn, instantiate(bn, DType::kF32), Config::parse("threads=128 vec=4 ept=1 hint=3"), "k");
-    ADD_FAILURE() << "hint=3 printed";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("hint=3; a pointwise kernel takes hint=0"), std::string::npos) << e.what();
-  }
-  const ArchLimits& sm70 = require_arch("sm_70");
-  EXPECT_EQ(PointwiseTemplate::space(sm70, Backend::kNvrtc, 2).violation(Config::parse(
-                "threads=128 vec=8 ept=1 grid=0 fast=1 hint=2")),
-            "");
-  EXPECT_NE(PointwiseTemplate::space(sm70, Backend::kHalide, 2).violation(Config::parse(
-                "threads=128 vec=8 ept=1 hint=1")),
-            "");
-}
-
 TEST(CudaCPrinter, ParametersBecomeFloatArguments) {
   FusionCandidate c = parse_expression("param alpha = 0.25\nout = where(x > 0, x, alpha * x)");
   Pipeline p = instantiate(c, DType::kF32);

@@ -82,24 +82,6 @@ TEST_F(GpuKernels, NvrtcKernelsMatchTheReferenceForEveryPatternAndDtype) {
     }
 }
 
-// Cache operators (hint=1: ld.global; hint=2: .cs loads and stores) on every
-// pointwise op, at full vectors, at one element per access (the 2-byte
-// forms for 16-bit storage), and with plane tiles.
-TEST_F(GpuKernels, HintedAccessesMatchTheReference) {
-  for (const auto& c : catalog())
-    for (DType dt : {DType::kF32, DType::kBF16}) {
-      if (c.reduces()) continue;
-      const std::string wide = std::to_string(16 / static_cast<int>(dtype_bytes(dt)));
-      std::vector<std::string> configs;
-      for (const char* hint : {"1", "2"}) {
-        configs.push_back("threads=128 vec=" + wide + " ept=1 grid=0 fast=1 hint=" + hint);
-        configs.push_back("threads=256 vec=1 ept=2 grid=2 fast=0 hint=" + std::string(hint));
-        if (c.name == "bn_relu") configs.push_back("threads=128 vec=" + wide + " ept=2 grid=0 fast=1 plane=1 hint=" + hint);
-      }
-      verify(c, dt, Backend::kNvrtc, configs);
-    }
-}
-
 // Tiles of one plane (bn_relu, plane=1): planes that do not start on a
 // vector (333 = H*W), that do (1000) but end in a partial tile, and whole
 // tiles; the grid-stride form too.

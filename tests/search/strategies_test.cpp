@@ -116,17 +116,6 @@ TEST(PointwiseSeeds, AreLegalOnEveryArch) {
           EXPECT_EQ(flat.legal(c), c.get_or("plane", 0) == 0) << arch.arch.name() << " " << c.to_string();
         }
       }
-  // The cache-operator twins (nvrtc only): one vector per thread, hint=1 and 2.
-  for (Backend b : {Backend::kNvrtc, Backend::kHalide}) {
-    std::set<int64_t> hints;
-    for (const auto& c : PointwiseTemplate::seeds(b, 2)) {
-      hints.insert(c.get_or("hint", 0));
-      if (c.get_or("hint", 0) != 0) {
-        EXPECT_EQ(c.get("ept"), 1) << c.to_string();
-      }
-    }
-    EXPECT_EQ(hints, b == Backend::kNvrtc ? (std::set<int64_t>{0, 1, 2}) : (std::set<int64_t>{0}));
-  }
 }
 
 }  // namespace
