@@ -4,6 +4,7 @@
 //                           skeleton for the schedule, and the launch description
 #include "generator/cuda_c_printer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <cstdio>
@@ -243,6 +244,27 @@ static __device__ __forceinline__ float fk_floor_modf(float a, float b) { return
 template <typename T, int N> struct alignas(sizeof(T) * N) fk_pack { T v[N]; };
 )cuda";
 
+// FK_MIN_BLOCKS(T): blocks of T threads that fill an SM of the arch being
+// compiled (resident threads, capped by resident blocks), from the arch
+// table; an arch not in it gets the smallest SM of the table. occ=1 passes
+// it to __launch_bounds__, so ptxas keeps registers to what full occupancy
+// allows.
+std::string min_blocks_macro() {
+  const auto& table = known_arch_limits();
+  int threads = table.front().max_threads_per_sm, blocks = table.front().max_blocks_per_sm;
+  for (const auto& a : table) {
+    threads = std::min(threads, a.max_threads_per_sm);
+    blocks = std::min(blocks, a.max_blocks_per_sm);
+  }
+  std::string s = "#if !defined(__CUDA_ARCH__)\n#define FK_SM_THREADS 2048\n#define FK_SM_BLOCKS 32\n";
+  for (const auto& a : table)
+    s += "#elif __CUDA_ARCH__ == " + std::to_string(a.arch.number() * 10) + "\n#define FK_SM_THREADS " +
+         std::to_string(a.max_threads_per_sm) + "\n#define FK_SM_BLOCKS " + std::to_string(a.max_blocks_per_sm) + "\n";
+  s += "#else\n#define FK_SM_THREADS " + std::to_string(threads) + "\n#define FK_SM_BLOCKS " + std::to_string(blocks) +
+       "\n#endif\n";
+  return s + "#define FK_MIN_BLOCKS(t) (FK_SM_THREADS / (t) < FK_SM_BLOCKS ? FK_SM_THREADS / (t) : FK_SM_BLOCKS)\n";
+}
+
 }  // namespace
 
 std::string print_cuda_expr(const Expr& e, std::string* statements, const std::string& let_prefix,
@@ -291,8 +313,16 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
                     (need_coords ? " has an input that varies along the innermost axis" : " has no broadcast input") +
                     ": set plane=0");
 
+  // occ=1: registers capped so that blocks fill the SM (FK_MIN_BLOCKS). A
+  // kernel holding one or two 16-byte vectors per thread needs every
+  // resident thread to keep enough bytes in flight: bn_relu bf16 at 64 M
+  // elements took 70.9 us at 40 registers (12 blocks of 128 per SM) where
+  // Inductor's kernel of the same shape, at 21, took 67.2 (gap probe beb058d).
+  const bool occ = config.get_or("occ", 0) == 1;
+
   std::ostringstream src;
   src << kPrelude;
+  if (occ) src << min_blocks_macro();
 
   // fk_point: the candidate's math for one element, straight from its Exprs.
   src << "static __device__ __forceinline__ void fk_point(";
@@ -513,7 +543,9 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "        " << point_call(0);
   src << "      }\n    }\n  }\n}\n\n";
 
-  src << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << entry << "(" << params << ") {\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(" << threads
+      << (occ ? ", FK_MIN_BLOCKS(" + std::to_string(threads) + ")" : std::string()) << ") " << entry << "(" << params
+      << ") {\n";
   src << "  if (n <= 0x7fffffffLL) {\n    typedef unsigned int I;\n    fk_body<I>(" << body_args << ");\n";
   src << "  } else {\n    typedef long long I;\n    fk_body<I>(" << body_args << ");\n  }\n}\n";
 

@@ -25,6 +25,8 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
     // varying along them) have the choice; added after the first records,
     // which measured flat kernels.
     if (traits.plane_inputs > 0) s.add("plane", {0, 1}, 0);
+    // Added after the first records, which let ptxas choose registers.
+    s.add("occ", {0, 1}, 0);
   }
   const bool planes = traits.plane_inputs > 0 && backend == Backend::kNvrtc;
   s.require(backend == Backend::kNvrtc
@@ -32,6 +34,8 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
                   "along it"
                 : "plane=1 with the Halide backend (NVRTC only)",
             [planes](const Config& c) { return c.get_or("plane", 0) == 0 || planes; });
+  if (backend == Backend::kHalide)
+    s.require("occ=1 with the Halide backend (NVRTC only)", [](const Config& c) { return c.get_or("occ", 0) == 0; });
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") <= max_block; });
@@ -60,8 +64,18 @@ std::vector<Config> PointwiseTemplate::seeds(Backend backend, int element_bytes)
       if (backend == Backend::kNvrtc) {
         c.set("grid", 0);
         for (int64_t fast : {0, 1}) {
+          // ept=4 with exact math never won a largest size (H200, d25d308).
+          if (ept == 4 && fast == 0) continue;
           c.set("fast", fast);
           out.push_back(c);
+        }
+        // Registers capped for full occupancy, at the block sizes where
+        // ptxas otherwise leaves SMs short of threads (bn_relu bf16: 40
+        // registers, 12 of 16 blocks of 128; gap probe beb058d).
+        if (threads <= 256 && ept <= 2) {
+          Config o = c;
+          o.set("occ", 1);
+          out.push_back(o);
         }
         // A tile of one plane per block (ops with per-plane inputs; the
         // space of any other op has no such parameter and drops it).

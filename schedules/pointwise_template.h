@@ -16,6 +16,9 @@
 //            per block, and no element's coordinates    OpTraits::plane_inputs)
 //            are computed; 0: the domain is one flat
 //            index
+//   occ      1: __launch_bounds__ asks for as many     0, 1 (nvrtc only)
+//            blocks per SM as fill it, so ptxas caps
+//            registers at what full occupancy allows
 #pragma once
 
 #include <Halide.h>
@@ -56,8 +59,9 @@ class PointwiseTemplate {
   // Halide schedule shifts its last tile inward, so it needs one full tile.
   static std::string size_violation(const Config& config, Backend backend, int64_t elements);
   // Known-good starting points (16-byte accesses, 128-1024 threads, 1-4
-  // vectors per thread; the H200 winners of 2026-11-30 are among them or
-  // close); the search tries these before random ones.
+  // vectors per thread, 128 and 256 threads of 1-2 vectors also with
+  // occ=1; the H200 winners of 2026-11-30 are among them or close); the
+  // search tries these before random ones.
   static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Applies the GPU schedule to `output` (whose pure vars are `vars`,
   // innermost first) for the Halide backend.

@@ -46,7 +46,7 @@ def main():
                               "--params", params], capture_output=True, text=True)
         if src.returncode:
             sys.exit(f"{a.list}:{n}: fusekit source failed: {src.stderr.strip()}")
-        entry = re.search(r"__global__ void __launch_bounds__\(\d+\) (\w+)\(", src.stdout).group(1)
+        entry = re.search(r"__global__ void __launch_bounds__\((?:[^()]|\([^()]*\))*\) (\w+)\(", src.stdout).group(1)
         name = "%s_%s_%s.cu" % (op, dtype, "_".join(t.replace("=", "") for t in schedule))
         with open(os.path.join(a.dir, name), "w") as f:
             f.write(src.stdout)

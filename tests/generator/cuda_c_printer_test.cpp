@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/errors.h"
 #include "generator/catalog.h"
 #include "generator/expr_parser.h"
@@ -130,6 +132,37 @@ TEST(CudaCPrinter, PlaneTilesLoadPerPlaneInputsOncePerBlock) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("set plane=0"), std::string::npos) << e.what();
   }
+}
+
+// occ=1: __launch_bounds__ asks for the blocks that fill an SM of the arch
+// being compiled, so ptxas keeps registers within what full occupancy
+// allows (bn_relu bf16 at 128 threads: 40 registers without it on sm_90).
+TEST(CudaCPrinter, FullOccupancyCapsRegistersPerArch) {
+  const auto& bn = find_pattern("bn_relu");
+  const Pipeline p = instantiate(bn, DType::kBF16);
+  const Config occ = Config::parse("threads=128 vec=8 ept=1 grid=0 fast=1 occ=1");
+  const std::string src = print_pointwise_kernel(bn, p, occ, "k").source;
+  EXPECT_NE(src.find("__launch_bounds__(128, FK_MIN_BLOCKS(128)) k("), std::string::npos) << src;
+  EXPECT_NE(src.find("#elif __CUDA_ARCH__ == 860\n#define FK_SM_THREADS 1536\n#define FK_SM_BLOCKS 16\n"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(print_pointwise_kernel(bn, p, Config::parse("threads=128 vec=8 ept=1 grid=0 fast=1"), "k")
+                .source.find("FK_MIN_BLOCKS"),
+            std::string::npos);
+  for (const char* name : {"sm_75", "sm_86", "sm_90"}) {
+    const ArchLimits& arch = require_arch(name);
+    const NvrtcResult r = compile_cuda_to_cubin(src, "k", arch.arch, true);
+    ASSERT_TRUE(r.ok) << name << ": " << r.log;
+    const int blocks = std::min(arch.max_threads_per_sm / 128, arch.max_blocks_per_sm);
+    EXPECT_GT(r.registers, 0) << name;
+    EXPECT_LE(r.registers, arch.registers_per_sm / (blocks * 128)) << name;
+    EXPECT_EQ(r.spill_store_bytes, 0) << name;
+  }
+  // Offered by the NVRTC space only.
+  const ArchLimits& sm90 = require_arch("sm_90");
+  EXPECT_EQ(PointwiseTemplate::space(sm90, Backend::kNvrtc, 2).violation(occ), "");
+  EXPECT_NE(PointwiseTemplate::space(sm90, Backend::kHalide, 2).violation(Config::parse("threads=128 vec=8 ept=1 occ=1")),
+            "");
 }
 
 TEST(CudaCPrinter, ParametersBecomeFloatArguments) {

@@ -116,6 +116,16 @@ TEST(PointwiseSeeds, AreLegalOnEveryArch) {
           EXPECT_EQ(flat.legal(c), c.get_or("plane", 0) == 0) << arch.arch.name() << " " << c.to_string();
         }
       }
+  // Full-occupancy twins (nvrtc only) at 128 and 256 threads.
+  for (Backend b : {Backend::kNvrtc, Backend::kHalide}) {
+    int twins = 0;
+    for (const auto& c : PointwiseTemplate::seeds(b, 2)) {
+      if (c.get_or("occ", 0) == 0) continue;
+      ++twins;
+      EXPECT_LE(c.get("threads"), 256) << c.to_string();
+    }
+    EXPECT_EQ(twins, b == Backend::kNvrtc ? 4 : 0);
+  }
 }
 
 }  // namespace
