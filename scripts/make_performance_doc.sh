@@ -46,8 +46,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt,$h-550a299-hint-pointwise-memcheck.txt,$h-4beebcd-occ-pointwise-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -138,6 +138,12 @@ source scripts/device_env.sh; run_gpu_tests 200; fusekit tune --arch sm_90 --pat
   --backend nvrtc,halide --budget 4 --specialize 0 --sizes 3000x3001,512x4096 --db /tmp/r.db; compute-sanitizer --tool \\
   memcheck fusekit verify --arch sm_90 --pattern rmsnorm,softmax --dtype f32 --sizes 3000x3001,512x4096 --db /tmp/r.db
       # 2e72e96-review, 2 min 30 s, after the review's changes to fusekit verify: GPU tests 10 of 10; 12 checks, 0 errors
+PATTERNS=relu_add,sigmoid_mul_tanh_add,bias_gelu,bias_gelu_tanh,bn_relu,residual_add_relu,silu_mul SIZES=67108864 \\
+  BUDGET=32 BACKENDS=nvrtc TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 bash scripts/gpu_session.sh
+      # 550a299-hint-pointwise, 3 min 42 s: the pointwise hint parameter (taken out again in 68afece, no effect);
+      # GPU tests 11 of 11, memcheck of the winners 42 checks, 0 errors. The same command at 4beebcd (occ=1):
+      # 4beebcd-occ-pointwise, 4 min 4 s, GPU tests 11 of 11, memcheck 42 checks, 0 errors (pointwise runs; the
+      # row tables above do not read their records)
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -162,13 +168,13 @@ source scripts/device_env.sh; run_gpu_tests 200; fusekit tune --arch sm_90 --pat
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --profile "$h-be82e7a-profile-profile.json" \
-  --profile-command "# the package of the peers call d25d308 below, built again and profiled in a call of its own (75 s):
-RECORDS=bench/results/2026-12-01-h200-d25d308-peers-winners.jsonl SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh
+  --profile "$h-6a874bb-profile-profile.json" \
+  --profile-command "# the package of the peers call 5bb3e4c below, built again and profiled in a call of its own (89 s):
+RECORDS=bench/results/2026-12-01-h200-5bb3e4c-peers-winners.jsonl SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh
 # = fusekit build --arch sm_90 from those records; python3 bench/profile_kernels.py calls (host time per call over
 #   2000 back-to-back calls, CUDA events); ncu --clock-control none --nvtx --nvtx-include fk/ ...
 #   (profile_kernels.py ncu); merge" \
-  --peers d25d308 "$h-d25d308-peers-peers.json" --plots img \
+  --peers 5bb3e4c "$h-5bb3e4c-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 H=bench/results/2026-12-01-h200
 # The package's records: the winners of the previous full-suite call (2f45bcf; its commands are in this
@@ -185,10 +191,16 @@ scripts/winners_jsonl.py /tmp/w2.jsonl /tmp/w1.jsonl \$R-1795516-65k-rows-record
 scripts/winners_jsonl.py \$H-163621e-peers-winners.jsonl /tmp/w2.jsonl \$H-8a4d7bb-65k-rows-records.jsonl
 # (178 records: the package of the previous full-suite call, 163621e), then
 scripts/winners_jsonl.py \$H-d25d308-peers-winners.jsonl \$H-163621e-peers-winners.jsonl \$H-d25d308-hint2-rows-records.jsonl
-# (178 records), then in one device call (run d25d308, 4 min 28 s):
-RECORDS=\$H-d25d308-peers-winners.jsonl PEERS_TIMEOUT=420 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
+# (178 records: the package of the full-suite call d25d308), then
+scripts/winners_jsonl.py \$H-4beebcd-peers-winners.jsonl \$H-d25d308-peers-winners.jsonl \$H-4beebcd-occ-pointwise-records.jsonl
+# (178 records: the package of the full-suite call 7fa112f), then in one device call (run 5bb3e4c, 5 min 52 s):
+source scripts/device_env.sh; fusekit tune --arch sm_90 --pattern sigmoid_mul_tanh_add --dtype f32 --sizes 67108864 \\
+  --budget 48 --backend nvrtc --db /tmp/s.db; fusekit db export --db /tmp/s.db \$OUT/smta-records.jsonl
+python3 scripts/winners_jsonl.py \$OUT/winners.jsonl \$H-4beebcd-peers-winners.jsonl \$OUT/smta-records.jsonl
+RECORDS=\$OUT/winners.jsonl PEERS_TIMEOUT=430 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
   bash scripts/gpu_peers_session.sh
+# (winners.jsonl, 178 records, is \$H-5bb3e4c-peers-winners.jsonl, smta-records.jsonl \$H-5bb3e4c-smta-records.jsonl)
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
-#   compiles torch.compile's 252 graphs in 8 processes and then times every op (235 s); then fusekit verify
-#   --package (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)"
+#   compiles torch.compile's 252 graphs in 8 processes and then times every op in 5 interleaved rounds (292 s);
+#   then fusekit verify --package (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)"
