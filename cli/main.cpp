@@ -12,6 +12,7 @@
 //                  [--backend halide]   (PTX from Halide instead of the CUDA C for NVRTC)
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -397,6 +398,19 @@ int cmd_source(const po::variables_map& vm) {
                                                  : Config::parse("ept=1 threads=256 vec=4");
   ParamSpace space = template_space(kind, arch, backend, static_cast<int>(dtype_bytes(dt)), cands[0].full_inputs(),
                                     op_traits(cands[0], dt));
+  // A name the space does not have would print the kernel without it; a
+  // row kernel may also be compiled for one row length (len).
+  for (const auto& [name, value] : config.values()) {
+    const bool known = (name == "len" && kind == TemplateKind::kRowReduction) ||
+                       std::any_of(space.domains().begin(), space.domains().end(),
+                                   [&name = name](const ParamDomain& d) { return d.name == name; });
+    if (known) continue;
+    std::string names;
+    for (const auto& d : space.domains()) names += " " + d.name;
+    if (kind == TemplateKind::kRowReduction) names += " len";
+    throw UserError("--params names '" + name + "', which " + backend_name(backend) + " schedules of " +
+                    cands[0].name + " do not have; known:" + names);
+  }
   std::string bad = space.violation(config);
   if (!bad.empty()) throw UserError("--params '" + config.to_string() + "' is not a legal " + backend_name(backend) +
                                     " schedule for " + arch.arch.name() + ": " + bad);

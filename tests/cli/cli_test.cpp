@@ -128,6 +128,16 @@ TEST_F(Cli, SourcePrintsTheKernelOrRejectsAnIllegalSchedule) {
   CliRun bad = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=2048 vec=4 ept=1 grid=0 fast=0'");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("not a legal nvrtc schedule"), std::string::npos) << bad.out;
+  // A parameter the space does not have is named, with the ones it has,
+  // rather than left out of the kernel; a row kernel also takes its length.
+  CliRun unknown = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=128 vec=4 ept=1 grid=0 fast=0 tpb=3'");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("--params names 'tpb', which nvrtc schedules of relu_add do not have; known: threads vec "
+                             "ept grid fast occ"),
+            std::string::npos)
+      << unknown.out;
+  CliRun len = fusekit("source --pattern layernorm --arch sm_90 --params 'cache=4 fast=0 rows=1 threads=256 vec=4 len=1024'");
+  EXPECT_EQ(len.code, 0) << len.out;
   // --backend halide prints Halide's PTX; its default row schedule combines
   // in warp shuffles.
   CliRun ptx = fusekit("source --pattern layernorm --arch sm_90 --backend halide");
