@@ -29,6 +29,7 @@ os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(os.environ["TORCHINDUCTOR
 import argparse  # noqa: E402
 import glob  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
@@ -89,9 +90,7 @@ def pointwise_launch(v, shape, names, sm_count):
     """Blocks and the shape arguments (n, then per axis but the outermost
     its extent and divmagic pair when an input broadcasts) of a pointwise
     kernel printed by fusekit (generator/cuda_c_printer.cpp)."""
-    n = 1
-    for d in shape:
-        n *= d
+    n = math.prod(shape)
     inner = shape[::-1]  # innermost first, as the kernel's d0, d1, ...
     sizes = [n]
     if any("[" in name for name in names):
@@ -221,6 +220,11 @@ def main():
         threads = int(bounds.group(1))
         variants.append({"kind": "hand", "file": path, "entry": os.path.splitext(os.path.basename(path))[0],
                          "threads": threads, "rows": 1, "fast": 1})
+
+    def ptrs(io):
+        """A kernel's pointer and scalar arguments: inputs, outputs, params."""
+        return tuple(cupy.uint64(t.data_ptr()) for t in io[0] + io[1]) + tuple(cupy.float32(p) for p in params)
+
     for v in variants:
         label = "%s %s" % (v.get("kind", "fusekit"), os.path.basename(v["file"]))
         options = ("--std=c++17", "-I" + os.path.dirname(os.path.abspath(v["file"]))) + (
@@ -230,8 +234,6 @@ def main():
         except Exception as e:  # a variant that does not compile is a result too
             report["notes"].append("%s: compile error %s" % (label, str(e)[:300]))
             continue
-        ptrs = lambda io: tuple(cupy.uint64(t.data_ptr()) for t in io[0] + io[1]) + tuple(
-            cupy.float32(p) for p in params)
         if v.get("pointwise"):
             grid, sizes = pointwise_launch(v, shape, names, sm_count)
             admit(label, launcher(fn, (grid, 1, 1), (v["threads"], 1, 1), 0,
@@ -313,9 +315,7 @@ def main():
             report["notes"].append("%s: argument order not understood (%s / %s); not launched" % (
                 name, argnames, types))
             continue
-        n_all = 1
-        for d in shape:
-            n_all *= d
+        n_all = math.prod(shape)
         values = {"xnumel": n_all} if pointwise else {"xnumel": shape[0], "r0_numel": shape[1], "rnumel": shape[1]}
         xblock = triton_block(ptx) if pointwise else 1
         if xblock is None:

@@ -429,7 +429,8 @@ def peers_section(w, label, path, command, doc, plots, notes=""):
     w("Every fusekit output was checked against eager run on the inputs widened to f32 and rounded once to the")
     w("storage dtype, with fusekit's tolerances: %d of %d checks passed. Kernel time: CUDA events around each"
       % (sum(r["fusekit_verified"] for r in res), len(res)))
-    rounds = len(res[0]["impls"]["fusekit"].get("round_medians_us", [])) if res and "fusekit" in res[0]["impls"] else 0
+    # Rounds as recorded by the first row fusekit was timed in (none before peers.py had them).
+    rounds = next((len(r["impls"]["fusekit"].get("round_medians_us", [])) for r in res if "fusekit" in r["impls"]), 0)
     if rounds:
         w("call after warm-up, median of 100 taken in %d interleaved rounds (each round times a block of every" % rounds)
         w("implementation in turn, the order rotated per round; \"rounds\" is the range of the per-round ratio to")
