@@ -508,6 +508,12 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // 7c678bc-gap; 1.5 % in the tune d25d308-hint2-rows), where hint=1's
   // fk_stream had made it 4-6 % slower.
   const int hint = static_cast<int>(config.get_or("hint", 0));
+  // minb=B: registers capped so that B blocks fit on an SM.
+  const int min_blocks = static_cast<int>(config.get_or("minb", 0));
+  if (min_blocks > 0 && persist > 0)
+    throw UserError("schedule '" + config.to_string() + "' has minb=" + std::to_string(min_blocks) +
+                    " and persist=" + std::to_string(persist) +
+                    ": a persistent kernel's bound is its blocks per SM; set minb=0");
   const std::string read_once = hint == 2 ? "fk_keep" : "fk_stream";
   // len=L: the kernel is compiled for rows of exactly L columns (`cols` a
   // constant: the cached path's guards, alignment test and fallback fold
@@ -1018,6 +1024,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
 
   src << "extern \"C\" __global__ void __launch_bounds__(" << threads * rows;
   if (persist > 1) src << ", " << persist;
+  else if (min_blocks > 0) src << ", " << min_blocks;
   src << ") ";
   if (split > 1) src << "__cluster_dims__(" << split << ", 1, 1) ";
   src << entry << "(" << params << ") {\n";

@@ -40,6 +40,9 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("onepass", {0, 1}, 0);
   s.add("wbatch", {0, 1}, 0);
   s.add("hint", {0, 1, 2}, 0);
+  // minb=B: ptxas keeps the registers to what B blocks per SM can hold
+  // (__launch_bounds__'s second argument), trading spills for resident warps.
+  s.add("minb", {0, 2, 3, 4, 5, 6, 7, 8}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });
@@ -84,6 +87,15 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
             [element_bytes, weights](const Config& c) {
               return c.get_or("wbatch", 0) == 0 || c.get("cache") * c.get("vec") * element_bytes * weights <= 256;
             });
+  const int64_t sm_threads = arch.max_threads_per_sm, sm_blocks = arch.max_blocks_per_sm;
+  s.require("minb blocks per SM whose threads exceed the SM's " + std::to_string(sm_threads) + " or blocks its " +
+                std::to_string(sm_blocks),
+            [sm_threads, sm_blocks](const Config& c) {
+              const int64_t b = c.get_or("minb", 0);
+              return b <= sm_blocks && b * c.get("threads") * c.get("rows") <= sm_threads;
+            });
+  s.require("minb>0 with persist>0 (a persistent kernel's bound is its blocks per SM)",
+            [](const Config& c) { return c.get_or("minb", 0) == 0 || c.get_or("persist", 0) == 0; });
   // Eviction policies on loads (createpolicy, ld .L2::cache_hint): sm_80+.
   s.require("hint=1 or 2 (eviction policies) needs sm_80 or later",
             [async_copies](const Config& c) { return c.get_or("hint", 0) == 0 || async_copies; });

@@ -60,6 +60,13 @@ struct TimedSchedule {
 std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& timed, int64_t cols, size_t n,
                                             const std::vector<int>& specialized_warps);
 
+// The blocks per SM to ask of ptxas (a row schedule's minb) for one more
+// resident block of `threads` threads than `registers` registers per thread
+// allow, where registers are what holds them back (threads, the blocks
+// limit and `shared_bytes` would allow more); 0 where they are not, or are
+// unknown (registers <= 0).
+int register_capped_blocks(const ArchLimits& arch, int threads, int registers, int shared_bytes);
+
 // Versions and host name stamped on every record.
 struct Provenance {
   std::string fusekit_version;
@@ -76,8 +83,9 @@ struct TunerOptions {
   // generic NVRTC schedules, as many of the fastest whose cached row is
   // exactly that long, and as many more of the 4 * `specialize` fastest whose
   // build for that length fits more warps per SM (ptxas registers), are
-  // built again for that length (`len`) and measured beside them; 0 turns
-  // it off.
+  // built again for that length (`len`) and measured beside them, each
+  // whose registers keep blocks off an SM also with its registers capped
+  // for one block more (minb, register_capped_blocks); 0 turns it off.
   size_t specialize = 2;
   uint64_t seed = 1;
   MeasureOptions measure;

@@ -155,6 +155,15 @@ TEST(RowReductionTemplate, LegalityPerArch) {
     EXPECT_EQ(s.legal(Config::parse("cache=2 fast=0 hint=1 rows=1 threads=256 vec=4")), arch.arch.number() >= 80);
     EXPECT_EQ(s.legal(Config::parse("cache=2 fast=0 hint=2 rows=1 threads=256 vec=4")), arch.arch.number() >= 80);
     EXPECT_FALSE(s.legal(Config::parse("cache=2 fast=0 hint=3 rows=1 threads=256 vec=4")));
+    // minb: blocks per SM that the SM can hold at once, and not beside a
+    // persistent kernel's own bound.
+    EXPECT_EQ(s.legal(Config::parse("cache=4 fast=0 minb=4 rows=1 threads=512 vec=4")), arch.max_threads_per_sm >= 2048);
+    EXPECT_TRUE(s.legal(Config::parse("cache=4 fast=0 minb=2 rows=1 threads=512 vec=4")));
+    EXPECT_FALSE(s.legal(Config::parse("cache=4 fast=0 minb=3 rows=2 threads=512 vec=4")));  // 3072 threads
+    EXPECT_FALSE(s.legal(Config::parse("cache=4 fast=0 minb=9 rows=1 threads=64 vec=4")));
+    if (arch.arch.number() >= 80) {
+      EXPECT_FALSE(s.legal(Config::parse("cache=4 fast=0 minb=2 persist=2 rows=1 smem=1 threads=256 vec=4")));
+    }
     // keep=0 only beside a cached row.
     EXPECT_FALSE(s.legal(Config::parse("cache=0 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
     EXPECT_TRUE(s.legal(Config::parse("cache=2 fast=0 keep=0 rows=1 split=1 threads=256 vec=4")));
@@ -422,6 +431,34 @@ TEST(RowReductionPrinter, SpecializedRowsFoldTheRowLength) {
             (std::vector<int64_t>{16384, RowReductionTemplate::kSpecializedVerifyRows}));
   EXPECT_EQ(template_verify_domain(TemplateKind::kRowReduction, generic, Backend::kNvrtc, {1001, 97}),
             (std::vector<int64_t>{1001, 97}));
+}
+
+// minb=B is __launch_bounds__'s second argument: ptxas keeps the registers
+// to what B blocks per SM hold (bf16 layernorm's 512-thread row of 16384 in
+// registers: 40 without it, 32 with minb=4; the pair stays verified on the
+// GPU, GpuKernels.SpecializedRowsMatchTheReference).
+TEST(RowReductionPrinter, MinBlocksCapTheRegisters) {
+  const auto& c = find_pattern("layernorm");
+  const Pipeline p = instantiate(c, DType::kBF16);
+  const Config plain = Config::parse("cache=4 fast=1 keep=0 len=16384 rows=1 threads=512 vec=8");
+  Config capped = plain;
+  capped.set("minb", 4);
+  const std::string src = print_row_reduction_kernel(c, p, capped, "k").source;
+  EXPECT_EQ(count(src, "__launch_bounds__(512, 4) k("), 1u) << src;
+  EXPECT_EQ(count(print_row_reduction_kernel(c, p, plain, "k").source, "__launch_bounds__(512) k("), 1u);
+  const ArchLimits& sm90 = require_arch("sm_90");
+  const NvrtcResult r = compile_cuda_to_cubin(src, "k", sm90.arch, true);
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_GT(r.registers, 0);
+  EXPECT_LE(r.registers, sm90.registers_per_sm / (4 * 512));
+  // A persistent kernel's bound is its own.
+  Config persistent = Config::parse("cache=4 fast=1 keep=0 minb=2 persist=2 rows=1 smem=1 threads=512 vec=8");
+  try {
+    print_row_reduction_kernel(c, p, persistent, "k");
+    ADD_FAILURE() << "minb with persist printed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("set minb=0"), std::string::npos) << e.what();
+  }
 }
 
 // A Halide vector schedule runs on rows of a multiple of its vector only:

@@ -189,6 +189,13 @@ TEST_F(GpuKernels, RowReductionsMatchTheReference) {
                                      std::string("cache=8 fast=0 hint=2 keep=0 rows=1 smem=1 threads=128 vec=2"),
                                      "cache=0 fast=0 hint=2 rows=2 threads=64 unroll=2 vec=" + wide})
           all.push_back(s);
+      // Registers capped for more blocks per SM (minb): a cached row of
+      // 8 vectors per thread squeezed into 5 blocks of 256 and a re-reading
+      // one into 8 of 128.
+      if (arch().max_threads_per_sm >= 2048)
+        for (const std::string& s : {"cache=8 fast=1 keep=0 minb=5 rows=1 threads=256 vec=" + wide,
+                                     std::string("cache=0 fast=0 minb=8 rows=2 threads=64 unroll=2 vec=2")})
+          all.push_back(s);
       // Persistent blocks copying the next row group ahead (sm_80): two rows
       // per block, and 8-byte (f32) and 4-byte (bf16) copies; rows of 1001
       // are no whole vectors and take the re-reading loop.
@@ -306,6 +313,11 @@ TEST_F(GpuKernels, SpecializedRowsMatchTheReference) {
         all.push_back({16384, "cache=" + cache + " fast=1 hint=2 keep=" + (dt == DType::kF32 ? "2" : "0") +
                                   " rows=1 threads=1024 vec=" + wide});
       }
+      // Registers capped for one more block than they allow (what the tuner
+      // adds beside each specialized schedule): 512 threads holding the row.
+      if (arch().max_threads_per_sm >= 2048)
+        all.push_back({16384, "cache=" + std::to_string(16384 / (512 * (16 / dtype_bytes(dt)))) +
+                                  " fast=1 keep=0 minb=" + (dt == DType::kF32 ? "3" : "4") + " rows=1 threads=512 vec=" + wide});
       if (arch().arch.number() >= 90)
         all.push_back({65536, "cache=8 fast=1 keep=2 rows=1 split=4 threads=512 vec=4"});
       auto wl = make_candidate_workload(c, dt);

@@ -217,6 +217,7 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
     (Config::parse(r.params).get_or("len", 0) > 0 ? fixed : generic)[r.shape].push_back(r);
   }
   int exact_fits_beyond_the_fastest = 0;
+  size_t capped_twins = 0;
   for (const auto& [shape, cols] : std::map<std::string, int64_t>{{"64x4096", 4096}, {"16x16384", 16384}}) {
     SCOPED_TRACE(shape);
     std::vector<TuningRecord> g = generic[shape];
@@ -251,10 +252,27 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
         ++gainers;
       }
     }
-    EXPECT_EQ(fixed[shape].size(), expected.size());
-    exact_fits_beyond_the_fastest += expected.size() > 2;
+    // Each twin whose registers hold blocks off an SM, also capped for one
+    // block more.
+    const ParamSpace space = template_space(TemplateKind::kRowReduction, t.arch, Backend::kNvrtc, 2,
+                                            t.task.cached_inputs, t.task.traits);
+    std::vector<Config> twins;
     for (const Config& c : expected) {
       const Config twin = RowReductionTemplate::specialize(c, cols);
+      twins.push_back(twin);
+      const std::vector<BuildResult> b = t.builder->build({{Backend::kNvrtc, twin}});
+      ASSERT_TRUE(b[0].ok) << b[0].error;
+      const KernelArtifact& a = b[0].artifact;
+      const int blocks = register_capped_blocks(t.arch, a.block[0] * a.block[1], a.registers,
+                                                a.shared_bytes + a.static_shared_bytes);
+      Config capped = twin;
+      capped.set("minb", blocks);
+      if (blocks > 0 && space.legal(capped)) twins.push_back(capped);
+    }
+    capped_twins += twins.size() - expected.size();
+    EXPECT_EQ(fixed[shape].size(), twins.size());
+    exact_fits_beyond_the_fastest += expected.size() > 2;
+    for (const Config& twin : twins) {
       EXPECT_TRUE(std::any_of(fixed[shape].begin(), fixed[shape].end(),
                               [&](const TuningRecord& r) { return r.params == twin.to_string(); }))
           << twin.to_string() << " was not measured";
@@ -270,6 +288,7 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
   }
   EXPECT_EQ(fixed.size(), 2u);  // no other shape
   EXPECT_GT(exact_fits_beyond_the_fastest, 0);  // the second list adds schedules here
+  EXPECT_GT(capped_twins, 0u);
 
   // specialize = 0: generic schedules only.
   ModelTuning off("rmsnorm", DType::kBF16, "sm_90", {{4096, 64}});
@@ -340,6 +359,20 @@ TEST(Tuner, SpecializesTheFastestTheExactFitsAndWhatGainsWarps) {
   EXPECT_EQ(schedules_to_specialize(timed, 4096, 2, {}), (std::vector<size_t>{0, 1, 2, 3}));
   // Another length: no exact fit, and no gain.
   EXPECT_EQ(schedules_to_specialize(timed, 1000, 2, {32, 32, 32, 32, 32, 24, 0, 16}), (std::vector<size_t>{0, 1}));
+}
+
+// One block more than the registers allow, where they are what limits.
+TEST(Tuner, RegisterCappedBlocksAskForOneMoreBlock) {
+  const ArchLimits& sm90 = require_arch("sm_90");
+  EXPECT_EQ(register_capped_blocks(sm90, 256, 58, 0), 5);   // 4 blocks: 2048 registers per warp
+  EXPECT_EQ(register_capped_blocks(sm90, 512, 40, 0), 4);   // 3 blocks
+  EXPECT_EQ(register_capped_blocks(sm90, 1024, 32, 0), 0);  // 2 blocks: the SM's 2048 threads
+  EXPECT_EQ(register_capped_blocks(sm90, 256, 0, 0), 0);    // registers unknown
+  // Shared memory holds it to 2 blocks anyway.
+  EXPECT_EQ(register_capped_blocks(sm90, 256, 58, 100000), 0);
+  // sm_86 holds 1536 threads: three blocks of 512 at 40 registers already.
+  EXPECT_EQ(register_capped_blocks(require_arch("sm_86"), 512, 40, 0), 0);
+  EXPECT_EQ(register_capped_blocks(require_arch("sm_86"), 512, 64, 0), 3);
 }
 
 // Without a GPU nothing is specialized: the model cannot tell the kernels apart.
