@@ -58,13 +58,25 @@ void ParamSpace::add(std::string name, std::vector<int64_t> values, std::optiona
   domains_.push_back({std::move(name), std::move(values), absent});
 }
 
+void ParamSpace::add_unsearched(std::string name, std::vector<int64_t> values, int64_t absent) {
+  add(std::move(name), std::move(values), absent);
+  domains_.back().searched = false;
+}
+
+namespace {
+// The values a search visits.
+std::vector<int64_t> searched_values(const ParamDomain& d) {
+  return d.searched ? d.values : std::vector<int64_t>{*d.absent};
+}
+}  // namespace
+
 void ParamSpace::require(std::string description, std::function<bool(const Config&)> holds) {
   constraints_.push_back({std::move(description), std::move(holds)});
 }
 
 uint64_t ParamSpace::raw_size() const {
   uint64_t n = 1;
-  for (const auto& d : domains_) n *= d.values.size();
+  for (const auto& d : domains_) n *= searched_values(d).size();
   return n;
 }
 
@@ -93,12 +105,14 @@ std::vector<Config> ParamSpace::enumerate() const {
   std::vector<Config> out;
   std::vector<size_t> idx(domains_.size(), 0);
   if (domains_.empty()) return out;
+  std::vector<std::vector<int64_t>> values;
+  for (const auto& d : domains_) values.push_back(searched_values(d));
   for (;;) {
     Config c;
-    for (size_t i = 0; i < domains_.size(); ++i) c.set(domains_[i].name, domains_[i].values[idx[i]]);
+    for (size_t i = 0; i < domains_.size(); ++i) c.set(domains_[i].name, values[i][idx[i]]);
     if (legal(c)) out.push_back(c);
     size_t k = 0;
-    while (k < idx.size() && ++idx[k] == domains_[k].values.size()) idx[k++] = 0;
+    while (k < idx.size() && ++idx[k] == values[k].size()) idx[k++] = 0;
     if (k == idx.size()) break;
   }
   return out;
@@ -107,8 +121,9 @@ std::vector<Config> ParamSpace::enumerate() const {
 Config ParamSpace::sample(std::mt19937_64& rng) const {
   Config c;
   for (const auto& d : domains_) {
-    std::uniform_int_distribution<size_t> pick(0, d.values.size() - 1);
-    c.set(d.name, d.values[pick(rng)]);
+    const std::vector<int64_t> values = searched_values(d);
+    std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
+    c.set(d.name, values[pick(rng)]);
   }
   return c;
 }

@@ -40,6 +40,9 @@ struct ParamDomain {
   // A parameter added after records were written: the value a config
   // without it has (constraints read it with get_or and the same value).
   std::optional<int64_t> absent;
+  // false: every value is legal, but enumerate() and sample() give only
+  // `absent` (a parameter the tuner sets itself, on schedules it chose).
+  bool searched = true;
 };
 
 // A predicate over configs with the reason printed when it prunes one.
@@ -51,10 +54,12 @@ struct Constraint {
 class ParamSpace {
  public:
   void add(std::string name, std::vector<int64_t> values, std::optional<int64_t> absent = std::nullopt);
+  // A parameter outside the search (ParamDomain::searched = false).
+  void add_unsearched(std::string name, std::vector<int64_t> values, int64_t absent);
   void require(std::string description, std::function<bool(const Config&)> holds);
 
   const std::vector<ParamDomain>& domains() const { return domains_; }
-  // Product of domain sizes, legal or not.
+  // Product of the searched domains' sizes, legal or not.
   uint64_t raw_size() const;
   // Empty when legal, else the description of the first violated constraint.
   std::string violation(const Config& config) const;
@@ -62,9 +67,9 @@ class ParamSpace {
   // `config` with every parameter it lacks that has an absent value set to
   // it: the spelling enumerate() gives the same schedule.
   Config complete(const Config& config) const;
-  // Every legal config, in a deterministic order.
+  // Every legal config of the searched values, in a deterministic order.
   std::vector<Config> enumerate() const;
-  // A uniformly drawn config (may be illegal).
+  // A uniformly drawn config of the searched values (may be illegal).
   Config sample(std::mt19937_64& rng) const;
 
  private:

@@ -41,8 +41,13 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   s.add("wbatch", {0, 1}, 0);
   s.add("hint", {0, 1, 2}, 0);
   // minb=B: ptxas keeps the registers to what B blocks per SM can hold
-  // (__launch_bounds__'s second argument), trading spills for resident warps.
-  s.add("minb", {0, 2, 3, 4, 5, 6, 7, 8}, 0);
+  // (__launch_bounds__'s second argument), trading spills for resident
+  // warps. Not searched: the tuner sets it on the schedules it specializes,
+  // from their registers (TunerOptions::specialize). As an eighth free
+  // dimension it made the space 8 times larger to enumerate (a tune of one
+  // row op went from about 17 to 80 s on the H200's host, run
+  // 5e29efa-minb-rows), for values that mostly spill.
+  s.add_unsearched("minb", {0, 2, 3, 4, 5, 6, 7, 8}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") * c.get("rows") <= max_block; });

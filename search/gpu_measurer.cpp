@@ -1,5 +1,9 @@
 // The GPU measurer: verifies every artifact against the CPU reference on
-// random inputs, then times it with CUDA events after warm-up.
+// random inputs, then times it with CUDA events after warm-up. A batch's
+// candidates are timed in interleaved rounds (each round times a block of
+// launches of every candidate in turn, the order rotated per round), so
+// that a drift of the machine's speed over the batch falls on all of them
+// alike instead of on whichever ran during it.
 //
 // Inputs are rotated over several copies when one set would fit in L2, so
 // small sizes are timed from DRAM like large ones. A kernel that faults the
@@ -89,12 +93,29 @@ class GpuMeasurer final : public Measurer {
                                      const std::vector<MeasureInput>& batch,
                                      const MeasureOptions& options) override {
     prepare(workload, problem, options.seed);
-    std::vector<MeasureResult> out;
-    for (const auto& in : batch) {
-      MeasureResult r = measure_one(workload, problem, *in.artifact, options);
-      r.summarize();
-      out.push_back(std::move(r));
+    std::vector<MeasureResult> out(batch.size());
+    std::vector<Timer> timers;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Timer t;
+      out[i] = verify_one(workload, problem, *batch[i].artifact, options, &t);
+      if (out[i].status == RecordStatus::kOk && t.samples > 0) {
+        t.index = i;
+        timers.push_back(std::move(t));
+      }
       if (broken_) recover(workload, problem, options.seed);
+    }
+    const int rounds = std::max(1, options.rounds);
+    for (int r = 0; r < rounds; ++r)
+      for (size_t k = 0; k < timers.size(); ++k) {
+        Timer& t = timers[(k + r) % timers.size()];
+        MeasureResult& res = out[t.index];
+        if (res.status != RecordStatus::kOk) continue;  // failed in an earlier round
+        time_block(t, t.samples * (r + 1) / rounds - t.samples * r / rounds, &res);
+        if (broken_) recover(workload, problem, options.seed);
+      }
+    for (MeasureResult& res : out) {
+      if (res.status != RecordStatus::kOk) res.samples_us.clear();
+      res.summarize();
     }
     return out;
   }
@@ -193,15 +214,19 @@ class GpuMeasurer final : public Measurer {
     events_.clear();
   }
 
-  MeasureResult measure_one(const Workload& workload, const Problem& problem, const KernelArtifact& art,
-                            const MeasureOptions& options) {
-    MeasureResult res;
+  // A verified candidate waiting to be timed.
+  struct Timer {
+    size_t index = 0;              // in the batch
+    const KernelArtifact* art = nullptr;
     LaunchShape shape;
-    shape.domain = problem.domain;
-    shape.inputs = problem.input_dims;
-    shape.outputs = problem.output_dims;
-    shape.sm_count = info_.sm_count;
+    std::vector<float> params;
+    int samples = 0;               // to time in all (0: none)
+    int next_set = 1;              // input set of the next launch
+  };
 
+  // The loaded module of `art` (loaded once per context), or nullptr with
+  // `res` set to a launch error.
+  LoadedKernel* module_for(const KernelArtifact& art, MeasureResult* res) {
     const std::string mkey = art.entry + "#" + std::to_string(std::hash<std::string>()(art.image));
     auto& mod = modules_[mkey];
     if (!mod) {
@@ -209,11 +234,27 @@ class GpuMeasurer final : public Measurer {
       Status st = mod->load(*drv_, art);
       if (!st.ok()) {
         modules_.erase(mkey);
-        res.status = RecordStatus::kLaunchError;
-        res.error = st.message();
-        return res;
+        res->status = RecordStatus::kLaunchError;
+        res->error = st.message();
+        return nullptr;
       }
     }
+    return mod.get();
+  }
+
+  // Verifies one artifact; if options.time, also warms it up and sizes its
+  // sample count into `timer`.
+  MeasureResult verify_one(const Workload& workload, const Problem& problem, const KernelArtifact& art,
+                           const MeasureOptions& options, Timer* timer) {
+    MeasureResult res;
+    LaunchShape shape;
+    shape.domain = problem.domain;
+    shape.inputs = problem.input_dims;
+    shape.outputs = problem.output_dims;
+    shape.sm_count = info_.sm_count;
+
+    LoadedKernel* mod = module_for(art, &res);
+    if (!mod) return res;
     CUfunction fn = mod->function();
     shape.resident_blocks = mod->resident_blocks();
     LaunchArgs args0 = args_for_set(0);
@@ -252,53 +293,64 @@ class GpuMeasurer final : public Measurer {
     if (!options.time) return res;
 
     // Warm up, then estimate one launch to size the sample count.
-    std::vector<LaunchArgs> set_args;
-    for (int s = 0; s < problem_.sets; ++s) {
-      set_args.push_back(args_for_set(s));
-      set_args.back().params = args0.params;
-    }
-    ensure_events(2 * static_cast<size_t>(options.max_samples) + 2);
-    // Grid and shape arguments are evaluated once; only pointers change per
-    // launch. The verification launch succeeded with the same arguments; a
-    // later failure is still recorded rather than timed.
-    PreparedLaunch prepared;
-    Status launched = prepare_launch(art, shape, &prepared);
-    auto launch = [&](int set) {
-      if (launched.ok())
-        launched = launch_prepared(*drv_, art, fn, prepared, set_args[set % problem_.sets], stream_);
-    };
-    for (int i = 0; i < 5; ++i) launch(i);
-    drv_->cuEventRecord(events_[0], stream_);
+    timer->art = &art;
+    timer->shape = shape;
+    timer->params = args0.params;
     const int probe = 10;
-    for (int i = 0; i < probe; ++i) launch(i);
+    ensure_events(2 * static_cast<size_t>(std::max(options.max_samples, probe)) + 2);
+    if (!launch_block(*timer, 5, &res)) return res;
+    drv_->cuEventRecord(events_[0], stream_);
+    if (!launch_block(*timer, probe, &res)) return res;
     drv_->cuEventRecord(events_[1], stream_);
     r = drv_->cuEventSynchronize(events_[1]);
     if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "warm-up");
     float probe_ms = 0;
     drv_->cuEventElapsedTime(&probe_ms, events_[0], events_[1]);
     const double est_us = std::max(1.0, 1000.0 * probe_ms / probe);
-    const int samples = static_cast<int>(
+    timer->samples = static_cast<int>(
         std::clamp(options.target_ms * 1000.0 / est_us, double(options.min_samples), double(options.max_samples)));
+    return res;
+  }
 
-    // Timed: an event pair around each launch, rotating input sets.
-    for (int i = 0; i < samples; ++i) {
-      drv_->cuEventRecord(events_[2 * i], stream_);
-      launch(i + 1);
-      drv_->cuEventRecord(events_[2 * i + 1], stream_);
+  // Launches timer `t` `n` times back to back, rotating input sets (an
+  // event pair around each with `timed`); false, with `res` set, if a
+  // launch fails.
+  bool launch_block(Timer& t, int n, MeasureResult* res, bool timed = false) {
+    LoadedKernel* mod = module_for(*t.art, res);  // again after a context reset
+    if (!mod) return false;
+    // Grid and shape arguments are evaluated once; only pointers change per
+    // launch.
+    PreparedLaunch prepared;
+    Status launched = prepare_launch(*t.art, t.shape, &prepared);
+    for (int i = 0; i < n && launched.ok(); ++i) {
+      LaunchArgs args = args_for_set(t.next_set++ % problem_.sets);
+      args.params = t.params;
+      if (timed) drv_->cuEventRecord(events_[2 * i], stream_);
+      launched = launch_prepared(*drv_, *t.art, mod->function(), prepared, args, stream_);
+      if (timed) drv_->cuEventRecord(events_[2 * i + 1], stream_);
     }
-    r = drv_->cuEventSynchronize(events_[2 * samples - 1]);
-    if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "timed runs");
-    if (!launched.ok()) {
-      res.status = RecordStatus::kLaunchError;
-      res.error = "timed launch: " + launched.message();
-      return res;
+    if (launched.ok()) return true;
+    res->status = RecordStatus::kLaunchError;
+    res->error = "timed launch: " + launched.message();
+    return false;
+  }
+
+  // One round's block of `t`: two launches of warm-up (another kernel ran
+  // before), then `n` timed ones, their times appended to res->samples_us.
+  void time_block(Timer& t, int n, MeasureResult* res) {
+    if (n <= 0) return;
+    ensure_events(2 * static_cast<size_t>(n));  // again after a context reset
+    if (!launch_block(t, 2, res) || !launch_block(t, n, res, true)) return;
+    const CUresult r = drv_->cuEventSynchronize(events_[2 * n - 1]);
+    if (r != CUDA_SUCCESS) {
+      *res = fail(RecordStatus::kLaunchError, r, "timed runs");
+      return;
     }
-    for (int i = 0; i < samples; ++i) {
+    for (int i = 0; i < n; ++i) {
       float ms = 0;
       drv_->cuEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]);
-      res.samples_us.push_back(1000.0 * ms);
+      res->samples_us.push_back(1000.0 * ms);
     }
-    return res;
   }
 
   const CudaDriver* drv_ = nullptr;

@@ -70,6 +70,9 @@ struct MeasureOptions {
   int min_samples = 30;
   int max_samples = 300;
   double target_ms = 25.0;    // aim for this much timed kernel time
+  // A batch's timed launches are split into this many interleaved rounds
+  // (each times a block of every candidate in turn, the order rotated).
+  int rounds = 5;
   uint64_t seed = 1;          // input data seed
 };
 

@@ -98,6 +98,17 @@ int register_capped_blocks(const ArchLimits& arch, int threads, int registers, i
   return now < free ? now + 1 : 0;
 }
 
+int capped_twin_blocks(const ArchLimits& arch, const Config& config, const KernelArtifact& built, int element_bytes,
+                       int cached_inputs) {
+  const int threads = built.block[0] * built.block[1] * built.block[2];
+  const int blocks = register_capped_blocks(arch, threads, built.registers, built.shared_bytes + built.static_shared_bytes);
+  if (blocks == 0) return 0;
+  const int64_t held = config.get_or("smem", 0) == 1 ? 0
+                       : config.get_or("cache", 0) * config.get_or("vec", 1) * element_bytes *
+                             std::max(1, cached_inputs) / 4;
+  return arch.registers_per_sm / (blocks * threads) >= held + 16 ? blocks : 0;
+}
+
 std::string problem_bucket(TemplateKind kind, const Problem& problem) {
   const bool rows = kind == TemplateKind::kRowReduction && !problem.domain.empty();
   return shape_bucket_name(problem.elements(), rows ? problem.domain.front() : -1);
@@ -325,19 +336,16 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       for (size_t k : schedules_to_specialize(t, cols, options.specialize, warps)) picked.push_back(twin_of(k));
       build_new(picked);  // exact fits slower than the 4N fastest
       // Each whose registers hold blocks off an SM, also capped for one
-      // more (ptxas may spill to get there: the timing decides). On the
-      // H200, bf16 layernorm 4096x16384's 512-thread row kept in registers
-      // has 40 registers, three blocks; capped for four, 32 and 8 bytes of
-      // spill (nvcc -Xptxas -v).
+      // more (capped_twin_blocks).
       for (size_t i = 0, n = picked.size(); i < n; ++i) {
         const BuildResult& b = builds.at(picked[i].config.to_string());
         if (!b.ok || picked[i].config.get_or("minb", 0) != 0) continue;
-        const KernelArtifact& a = b.artifact;
-        const int blocks = register_capped_blocks(arch, a.block[0] * a.block[1] * a.block[2], a.registers,
-                                                  a.shared_bytes + a.static_shared_bytes);
+        const int blocks = capped_twin_blocks(arch, picked[i].config, b.artifact, static_cast<int>(elem_bytes),
+                                              task.cached_inputs);
         Config capped = picked[i].config;
         capped.set("minb", blocks);
-        if (blocks > 0 && space.legal(capped)) picked.push_back({backend, capped});
+        if (blocks > 0 && space.legal(capped))
+          picked.push_back({backend, capped});
       }
       build_new(picked);
       std::vector<Candidate>& list = twins[cols];

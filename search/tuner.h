@@ -67,6 +67,18 @@ std::vector<size_t> schedules_to_specialize(const std::vector<TimedSchedule>& ti
 // unknown (registers <= 0).
 int register_capped_blocks(const ArchLimits& arch, int threads, int registers, int shared_bytes);
 
+// The minb of a row schedule's register-capped twin, built as `built`: the
+// register_capped_blocks of its build where that cap leaves 16 registers
+// beside the row a thread holds in registers (cache * vec * element bytes *
+// cached inputs / 4); else 0 (no twin). ptxas spills to get there, and the
+// timing decides. On the H200 (run 5e29efa-minb-rows), bf16 softmax
+// 4096x16384's 512-thread row in registers went from 40 registers (three
+// blocks) to 32 (four; 8 bytes of spill) and from 68.96 to 68.19 us; f32
+// softmax's 512-thread row of 8 vectors (32 registers of row), capped at 40,
+// took 204 us against 130.
+int capped_twin_blocks(const ArchLimits& arch, const Config& config, const KernelArtifact& built, int element_bytes,
+                       int cached_inputs);
+
 // Versions and host name stamped on every record.
 struct Provenance {
   std::string fusekit_version;

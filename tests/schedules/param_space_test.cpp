@@ -52,6 +52,22 @@ TEST(ParamSpace, CompleteSpellsAbsentParametersOut) {
   EXPECT_NE(std::find(all.begin(), all.end(), s.complete(Config::parse("threads=128"))), all.end());
 }
 
+// An unsearched parameter: every value legal, only its absent one visited.
+TEST(ParamSpace, UnsearchedParametersAreLegalButNotVisited) {
+  ParamSpace s;
+  s.add("threads", {64, 128});
+  s.add_unsearched("minb", {0, 2, 4}, 0);
+  EXPECT_EQ(s.raw_size(), 2u);
+  const auto all = s.enumerate();
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& c : all) EXPECT_EQ(c.get("minb"), 0);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(rng).get("minb"), 0);
+  EXPECT_TRUE(s.legal(Config::parse("minb=4 threads=64")));
+  EXPECT_FALSE(s.legal(Config::parse("minb=3 threads=64")));
+  EXPECT_EQ(s.complete(Config::parse("threads=64")).to_string(), "minb=0 threads=64");
+}
+
 TEST(PointwiseTemplate, PrunesAccessesWiderThan16Bytes) {
   const ArchLimits& sm90 = require_arch("sm_90");
   ParamSpace f32 = PointwiseTemplate::space(sm90, Backend::kNvrtc, 4);

@@ -209,7 +209,7 @@ std::vector<std::string> tune_on_fake_gpu(ModelTuning& t, TunerOptions opt, size
 // length, verified on rows of it (37: no block shape divides it) and timed
 // on that shape only; the bucket's winner is one of them here.
 TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
-  ModelTuning t("rmsnorm", DType::kBF16, "sm_90", {{4096, 64}, {16384, 16}});
+  ModelTuning t("layernorm", DType::kBF16, "sm_90", {{4096, 64}, {16384, 16}});
   const std::vector<std::string> verified = tune_on_fake_gpu(t, {}, 12, Backend::kNvrtc);
   std::map<std::string, std::vector<TuningRecord>> generic, fixed;  // by shape
   for (const auto& r : t.db->all()) {
@@ -262,9 +262,7 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
       twins.push_back(twin);
       const std::vector<BuildResult> b = t.builder->build({{Backend::kNvrtc, twin}});
       ASSERT_TRUE(b[0].ok) << b[0].error;
-      const KernelArtifact& a = b[0].artifact;
-      const int blocks = register_capped_blocks(t.arch, a.block[0] * a.block[1], a.registers,
-                                                a.shared_bytes + a.static_shared_bytes);
+      const int blocks = capped_twin_blocks(t.arch, twin, b[0].artifact, 2, t.task.cached_inputs);
       Config capped = twin;
       capped.set("minb", blocks);
       if (blocks > 0 && space.legal(capped)) twins.push_back(capped);
@@ -373,6 +371,28 @@ TEST(Tuner, RegisterCappedBlocksAskForOneMoreBlock) {
   // sm_86 holds 1536 threads: three blocks of 512 at 40 registers already.
   EXPECT_EQ(register_capped_blocks(require_arch("sm_86"), 512, 40, 0), 0);
   EXPECT_EQ(register_capped_blocks(require_arch("sm_86"), 512, 64, 0), 3);
+}
+
+// The twin is kept where the cap leaves 16 registers beside the held row.
+TEST(Tuner, CappedTwinsLeaveRoomBesideTheHeldRow) {
+  const ArchLimits& sm90 = require_arch("sm_90");
+  auto built = [](int threads, int registers) {
+    KernelArtifact a;
+    a.block[0] = threads;
+    a.registers = registers;
+    return a;
+  };
+  // bf16, 512 threads, 4 vectors of 8 held (16 registers): 4 blocks cap at 32.
+  const Config bf16 = Config::parse("cache=4 rows=1 smem=0 threads=512 vec=8");
+  EXPECT_EQ(capped_twin_blocks(sm90, bf16, built(512, 40), 2, 1), 4);
+  // Two such inputs hold 32 registers: no room.
+  EXPECT_EQ(capped_twin_blocks(sm90, bf16, built(512, 40), 2, 2), 0);
+  // f32, 8 vectors of 4 (32 registers) capped at 3 blocks (42): no room.
+  EXPECT_EQ(capped_twin_blocks(sm90, Config::parse("cache=8 rows=1 smem=0 threads=512 vec=4"), built(512, 56), 4, 1), 0);
+  // Staged in shared memory, nothing is held in registers.
+  EXPECT_EQ(capped_twin_blocks(sm90, Config::parse("cache=8 rows=1 smem=1 threads=512 vec=4"), built(512, 56), 4, 1), 3);
+  // Full occupancy already.
+  EXPECT_EQ(capped_twin_blocks(sm90, bf16, built(512, 32), 2, 1), 0);
 }
 
 // Without a GPU nothing is specialized: the model cannot tell the kernels apart.
