@@ -30,7 +30,13 @@ calls are taken in --rounds interleaved rounds: each round times a block of
 every implementation in turn, starting one further along each round, so a
 drift in clocks or memory state during a row falls on all of them alike; each
 round's median is kept, and the summary gives the range of fusekit's ratio to
-Inductor over the rounds beside the ratio of the medians. Per-call
+Inductor over the rounds beside the ratio of the medians. Before each timed
+call a spin kernel of --spacer-us (torch.cuda._sleep) is queued: the host
+enqueues the call while it spins, so the event pair times the kernels alone
+even where the caller's host path is slower than its kernel (torch.compile's
+costs about 77 us per call on the H200's host, longer than a 70 us bf16
+kernel: without the spacer the GPU waits for it between calls, and in run
+abbeed6 that put 100-170 us rounds into Inductor's bf16 times). Per-call
 time for small sizes as 10 000 back-to-back calls and one synchronize; the
 small sizes captured in a CUDA graph too. A device-to-device copy of the same
 bytes is the bandwidth limit.
@@ -222,14 +228,37 @@ class Fusekit:
         return call
 
 
+SPACER_CYCLES = 0  # set by calibrate_spacer
+
+
+def calibrate_spacer(us):
+    """The torch.cuda._sleep cycles that spin for about `us` microseconds."""
+    global SPACER_CYCLES
+    if us <= 0:
+        return 0.0
+    cycles = 1000000
+    torch.cuda._sleep(cycles)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
+    per_us = cycles / (start.elapsed_time(end) * 1000.0)
+    SPACER_CYCLES = int(us * per_us)
+    return per_us
+
+
 def kernel_times(fn_per_set, reps):
-    """CUDA-event time of single calls (µs), rotating over input sets."""
+    """CUDA-event time of single calls (µs), rotating over input sets; each
+    call's event pair queued behind a spacer (SPACER_CYCLES of spin)."""
     for i in range(5):
         fn_per_set[i % len(fn_per_set)]()
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
+        if SPACER_CYCLES:
+            torch.cuda._sleep(SPACER_CYCLES)
         starts[i].record()
         fn_per_set[(i + 1) % len(fn_per_set)]()
         ends[i].record()
@@ -388,6 +417,8 @@ def main():
                          "compiling torch.compile's graphs overlaps the build")
     ap.add_argument("--rounds", type=int, default=5,
                     help="interleaved rounds the kernel-time calls of each row are split into")
+    ap.add_argument("--spacer-us", type=float, default=300.0,
+                    help="spin queued before each timed call so the host is ahead of the GPU (0: none)")
     ap.add_argument("--precompile-workers", type=int, default=8,
                     help="processes compiling torch.compile's graphs before timing; 0 = compile while timing")
     a = ap.parse_args()
@@ -411,6 +442,7 @@ def main():
             sys.exit("the package build failed: " + state)
         print("package ready after %.0f s" % (time.monotonic() - t_start), flush=True)
     fk = Fusekit(a.package)
+    spin_rate = calibrate_spacer(a.spacer_us)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     results = []
     gen = torch.Generator(device="cuda")
@@ -489,6 +521,7 @@ def main():
                 with open(a.out, "w") as f:
                     json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                "seconds": time.monotonic() - t_start, "precompile": compile_summary,
+                               "spacer_us": a.spacer_us, "spacer_cycles_per_us": spin_rate,
                                "results": results}, f, indent=1)
     if skipped:
         print("deadline of %.0f s passed: not run: %s" % (a.deadline, " ".join(skipped)), flush=True)
@@ -498,6 +531,7 @@ def main():
     with open(a.out, "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                    "seconds": time.monotonic() - t_start, "precompile": compile_summary, "skipped_ops": skipped,
+                   "spacer_us": a.spacer_us, "spacer_cycles_per_us": spin_rate,
                    "results": results}, f, indent=1)
     # Summary: ratios at the largest size, geometric means.
     print("\n%-22s %-4s %10s %15s %10s %10s" % ("op", "dtype", "fk/ind", "rounds", "fk/eager", "x copy"))
