@@ -45,8 +45,9 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // warps. Not searched: the tuner sets it on the schedules it specializes,
   // from their registers (TunerOptions::specialize). As an eighth free
   // dimension it made the space 8 times larger to enumerate (a tune of one
-  // row op went from about 17 to 80 s on the H200's host, run
-  // 5e29efa-minb-rows), for values that mostly spill.
+  // row op and dtype took about 80 s on the H200's host in run
+  // 5e29efa-minb-rows, 20 s without it in abbeed6-rows), for values that
+  // mostly spill.
   s.add_unsearched("minb", {0, 2, 3, 4, 5, 6, 7, 8}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),

@@ -26,6 +26,8 @@ pooled+=(--rows-run 66ed6e3+ "$h-fd4659c-halide-rows-records.jsonl" -)  # no cop
 pooled+=(--rows-run 66ed6e3+ "$h-8a4d7bb-65k-rows-records.jsonl" "$h-8a4d7bb-65k-rows-copy.jsonl")
 pooled+=(--rows-run 66ed6e3+ "$h-740c4f2-halide-rows-records.jsonl" -)  # Halide only, no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$h-d25d308-hint2-rows-records.jsonl" -)  # no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$h-5e29efa-minb-rows-records.jsonl" -)  # cut at 300 s: 3 of 14 ops
+pooled+=(--rows-run 66ed6e3+ "$h-abbeed6-rows-records.jsonl" "$h-abbeed6-rows-copy.jsonl")
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -46,8 +48,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt,$h-550a299-hint-pointwise-memcheck.txt,$h-4beebcd-occ-pointwise-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json,$h-5e29efa-minb-gpu_test.json,$h-abbeed6-rows-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt,$h-550a299-hint-pointwise-memcheck.txt,$h-4beebcd-occ-pointwise-memcheck.txt,$h-5e29efa-minb-rows-memcheck.txt,$h-abbeed6-rows-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -144,6 +146,15 @@ PATTERNS=relu_add,sigmoid_mul_tanh_add,bias_gelu,bias_gelu_tanh,bn_relu,residual
       # GPU tests 11 of 11, memcheck of the winners 42 checks, 0 errors. The same command at 4beebcd (occ=1):
       # 4beebcd-occ-pointwise, 4 min 4 s, GPU tests 11 of 11, memcheck 42 checks, 0 errors (pointwise runs; the
       # row tables above do not read their records)
+OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_softmax DTYPES=f32,bf16 SIZES=4096x16384 \\
+  BACKENDS=nvrtc BUDGET=16 SPECIALIZE=3 TUNE_TIMEOUT=300 TEST_TIMEOUT=220 MEMCHECK_TIMEOUT=50 \\
+  bash scripts/gpu_reduction_session.sh
+      # 5e29efa-minb-rows: minb (registers capped for B blocks per SM) as a searched parameter and the tuner's
+      # register-capped twins of its specialized schedules; GPU tests 11 of 11; the tune was cut at 300 s after
+      # 3 of 14 ops (minb made the space's enumeration 4x slower; abbeed6 takes it out of the search);
+      # memcheck 3 checks, 0 errors. The same command at abbeed6 (TUNE_TIMEOUT=340 TEST_TIMEOUT=200
+      # MEMCHECK_TIMEOUT=45): abbeed6-rows, 7 min 11 s, GPU tests 11 of 11, every op tuned (287 s), batches timed
+      # in 5 interleaved rounds; memcheck of the winners 20 checks, 0 errors
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -174,33 +185,19 @@ RECORDS=bench/results/2026-12-01-h200-5bb3e4c-peers-winners.jsonl SKIP_VERIFY=1 
 # = fusekit build --arch sm_90 from those records; python3 bench/profile_kernels.py calls (host time per call over
 #   2000 back-to-back calls, CUDA events); ncu --clock-control none --nvtx --nvtx-include fk/ ...
 #   (profile_kernels.py ncu); merge" \
-  --peers 5bb3e4c "$h-5bb3e4c-peers-peers.json" --plots img \
+  --peers "abbeed6 + 083e3b7" "$h-abbeed6-peers-peers.json,$h-083e3b7-spacer-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
-  --peers-command "scripts/prepare_device.sh build && export R=bench/results/2026-11-30-h200 H=bench/results/2026-12-01-h200
-# The package's records: the winners of the previous full-suite call (2f45bcf; its commands are in this
-# section as of commit 98f9956), each later run's records added by scripts/winners_jsonl.py, which picks as
-# fusekit build does:
-scripts/winners_jsonl.py \$R-0e6d801-lnrms-winners.jsonl \$R-2f45bcf-peers-winners.jsonl \$R-0e6d801-lnrms-records.jsonl
-scripts/winners_jsonl.py \$R-2acacfa-lnrms-winners.jsonl \$R-0e6d801-lnrms-winners.jsonl \$R-2acacfa-lnrms-records.jsonl
-scripts/winners_jsonl.py \$R-963bca3-peers-winners.jsonl \$R-2acacfa-lnrms-winners.jsonl \$R-731a221-65k-rows-records.jsonl
-scripts/winners_jsonl.py \$R-ee61f7b-peers-winners.jsonl \$R-963bca3-peers-winners.jsonl \$R-ee61f7b-65k-rows-records.jsonl
-# (179 records; run again, the chain picks the committed files' schedules, one rmsnorm bf16 schedule represented
-# by another of its records; the package of the previous full-suite call, ee61f7b), then
-scripts/winners_jsonl.py /tmp/w1.jsonl \$R-ee61f7b-peers-winners.jsonl \$R-da426bc-65k-rows-records.jsonl
-scripts/winners_jsonl.py /tmp/w2.jsonl /tmp/w1.jsonl \$R-1795516-65k-rows-records.jsonl
-scripts/winners_jsonl.py \$H-163621e-peers-winners.jsonl /tmp/w2.jsonl \$H-8a4d7bb-65k-rows-records.jsonl
-# (178 records: the package of the previous full-suite call, 163621e), then
-scripts/winners_jsonl.py \$H-d25d308-peers-winners.jsonl \$H-163621e-peers-winners.jsonl \$H-d25d308-hint2-rows-records.jsonl
-# (178 records: the package of the full-suite call d25d308), then
-scripts/winners_jsonl.py \$H-4beebcd-peers-winners.jsonl \$H-d25d308-peers-winners.jsonl \$H-4beebcd-occ-pointwise-records.jsonl
-# (178 records: the package of the full-suite call 7fa112f), then in one device call (run 5bb3e4c, 5 min 52 s):
-source scripts/device_env.sh; fusekit tune --arch sm_90 --pattern sigmoid_mul_tanh_add --dtype f32 --sizes 67108864 \\
-  --budget 48 --backend nvrtc --db /tmp/s.db; fusekit db export --db /tmp/s.db \$OUT/smta-records.jsonl
-python3 scripts/winners_jsonl.py \$OUT/winners.jsonl \$H-4beebcd-peers-winners.jsonl \$OUT/smta-records.jsonl
-RECORDS=\$OUT/winners.jsonl PEERS_TIMEOUT=430 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
-  bash scripts/gpu_peers_session.sh
-# (winners.jsonl, 178 records, is \$H-5bb3e4c-peers-winners.jsonl, smta-records.jsonl \$H-5bb3e4c-smta-records.jsonl)
+  --peers-command "scripts/prepare_device.sh build && export H=bench/results/2026-12-01-h200
+# The package's records: those of the previous full-suite call (5bb3e4c; its chain of winners_jsonl.py steps
+# back to 2f45bcf is in this section as of commit c19baec) with the row tune abbeed6-rows added, picked as
+# fusekit build does (178 records):
+scripts/winners_jsonl.py \$H-abbeed6-peers-winners.jsonl \$H-5bb3e4c-peers-winners.jsonl \$H-abbeed6-rows-records.jsonl
+RECORDS=\$H-abbeed6-peers-winners.jsonl PEERS_TIMEOUT=430 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
+  bash scripts/gpu_peers_session.sh     # call abbeed6, the whole suite (340 s; no spacer: see below)
 # = fusekit build --arch sm_90 from those records, in the background, while
 #   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
-#   compiles torch.compile's 252 graphs in 8 processes and then times every op in 5 interleaved rounds (292 s);
-#   then fusekit verify --package (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)"
+#   compiles torch.compile's 252 graphs in 8 processes and then times every op in 5 interleaved rounds;
+#   then fusekit verify --package (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)
+RECORDS=\$H-abbeed6-peers-winners.jsonl PEERS_TIMEOUT=240 \\
+  PEERS_ARGS='--ops relu_add,sigmoid_mul_tanh_add,bias_gelu,bn_relu,layernorm,rmsnorm --spacer-us 300' \\
+  bash scripts/gpu_peers_session.sh     # call 083e3b7: six ops again with a 300 us spin before each timed call (128 s)"

@@ -438,7 +438,15 @@ def peers_section(w, label, path, command, doc, plots, notes=""):
     else:
         w("call after warm-up, median of 100, inputs rotated past L2. Below 1 M elements these event times are")
     w("bounded by the host (Python) path, so the per-call table is the meaningful one there. Speedups are")
-    w("peer time / fusekit time (> 1: fusekit faster); × copy is copy time of the same bytes / fusekit time.\n")
+    w("peer time / fusekit time (> 1: fusekit faster); × copy is copy time of the same bytes / fusekit time.")
+    spaced = [(i + 1, d["spacer_us"]) for i, d in enumerate(parts) if d.get("spacer_us")]
+    if spaced:
+        w("In %s a spin kernel of %s µs was queued before each timed call, so that the host enqueues the call while"
+          % (", ".join("call %d" % i for i, _ in spaced), "/".join("%.0f" % u for _, u in spaced)))
+        w("the GPU spins and the event pair times the kernel alone%s." % (
+            "" if len(spaced) == len(parts) else "; the other calls' times include host waits wherever a caller's "
+            "host path per call is longer than its kernel"))
+    w("")
     w("### Largest size of every op (kernel time)\n")
     w("| op | dtype | shape | fusekit µs | eager µs | TorchScript µs | Inductor µs | Inductor max-autotune µs | vs Inductor |"
       + (" rounds |" if rounds else "") + " vs eager | × copy |")

@@ -3,7 +3,8 @@
 (pipeline, dtype, shape bucket, arch), the fastest verified record and, where
 that one is compiled for one row length (`len=`), the fastest generic one
 (TuneDb::best and best_generic; a schedule timed in several runs ranks by the
-median of its records, and that record is kept). Records pooled from several runs shrink to
+median of its records, and that record is kept; old row records get the row
+length in their bucket, as `fusekit db import` gives them). Records pooled from several runs shrink to
 what `fusekit build` would take from their union, e.g. to carry them to a GPU
 machine.
 
@@ -15,6 +16,26 @@ whose params contain the token PARAM (e.g. `--exclude d66b27f onepass=1`).
 import argparse
 import json
 import sys
+
+
+def bucket_log2(n):
+    """runtime/shape_bucket.cpp's shape_bucket_log2: the smallest k with 2^k >= n (at most 62)."""
+    return 0 if n <= 1 else min((n - 1).bit_length(), 62)
+
+
+def upgrade(r):
+    """As tunedb's upgrade_record (what `fusekit db import` does): a row
+    reduction's record bucketed by element count alone gets the row length
+    added from its shape ("8192x4096" -> "n<=2^25 cols<=2^12")."""
+    if not r["pipeline_text"].startswith("layout rows;") or " cols<=" in r["shape_bucket"]:
+        return
+    parts = r["shape"].split("x")
+    if len(parts) < 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        return
+    elements = 1
+    for p in parts:
+        elements *= int(p)
+    r["shape_bucket"] = "n<=2^%d cols<=2^%d" % (bucket_log2(elements), bucket_log2(int(parts[-1])))
 
 
 def pick(records):
@@ -59,6 +80,7 @@ def main():
                 if r["status"] not in ("ok", "modeled") or r["id"] in seen:
                     continue
                 seen.add(r["id"])
+                upgrade(r)
                 key = (r["pipeline_hash"], r["dtype"], r["shape_bucket"], r["arch"])
                 pools.setdefault(key, []).append(r)
                 if not any(t.startswith("len=") for t in tokens):
