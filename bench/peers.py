@@ -34,7 +34,7 @@ Inductor over the rounds beside the ratio of the medians. Before each timed
 call a spin kernel of --spacer-us (torch.cuda._sleep) is queued: the host
 enqueues the call while it spins, so the event pair times the kernels alone
 even where the caller's host path is slower than its kernel (torch.compile's
-costs about 77 us per call on the H200's host, longer than a 70 us bf16
+took 35-98 us per call on the H200 machines' hosts, as long as a 70 us bf16
 kernel: without the spacer the GPU waits for it between calls, and in run
 abbeed6 that put 100-170 us rounds into Inductor's bf16 times). Per-call
 time for small sizes as 10 000 back-to-back calls and one synchronize; the

@@ -335,9 +335,9 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       std::vector<Candidate> picked;
       for (size_t k : schedules_to_specialize(t, cols, options.specialize, warps)) picked.push_back(twin_of(k));
       build_new(picked);  // exact fits slower than the 4N fastest
-      // Each whose registers hold blocks off an SM, also capped for one
-      // more (capped_twin_blocks).
-      for (size_t i = 0, n = picked.size(); i < n; ++i) {
+      // Each NVRTC one whose registers hold blocks off an SM, also capped
+      // for one more (capped_twin_blocks; Halide has no such bound).
+      for (size_t i = 0, n = backend == Backend::kNvrtc ? picked.size() : 0; i < n; ++i) {
         const BuildResult& b = builds.at(picked[i].config.to_string());
         if (!b.ok || picked[i].config.get_or("minb", 0) != 0) continue;
         const int blocks = capped_twin_blocks(arch, picked[i].config, b.artifact, static_cast<int>(elem_bytes),
