@@ -180,7 +180,9 @@ OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_sof
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
   --profile "$h-6a874bb-profile-profile.json" \
-  --profile-command "# the package of the peers call 5bb3e4c below, built again and profiled in a call of its own (89 s):
+  --profile-command "# the package of the earlier full-suite peers call 5bb3e4c (not the abbeed6 package below, whose row kernels
+# differ for softmax, log_softmax and bias_add_softmax bf16 and add_rmsnorm bf16 at 4096x16384), built again and
+# profiled in a call of its own (89 s):
 RECORDS=bench/results/2026-12-01-h200-5bb3e4c-peers-winners.jsonl SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh
 # = fusekit build --arch sm_90 from those records; python3 bench/profile_kernels.py calls (host time per call over
 #   2000 back-to-back calls, CUDA events); ncu --clock-control none --nvtx --nvtx-include fk/ ...
