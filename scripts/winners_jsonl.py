@@ -40,16 +40,26 @@ def upgrade(r):
 
 def pick(records):
     """As SqliteStore::best: measured before modeled; a measured schedule
-    (backend, shape, params) ranks by the median of its records (the lower
-    middle), ties to the one measured more often, then to the older record;
-    its median record is returned."""
+    (backend, shape, params) ranks by the median of its records of its newest
+    kernel (the lower middle), ties to the one measured more often, then to
+    the older record; its median record is returned."""
     order = sorted(records, key=lambda r: (r["status"] != "ok", r["median_us"], r["timestamp"]))
     if order[0]["status"] != "ok":
         return order[0]
+    # Each schedule's newest kernel: its records of another kernel are left
+    # out, those of an unknown one ("", or no field) stay.
+    newest = {}
+    for r in order:
+        if r["status"] == "ok" and r.get("kernel_hash"):
+            name = (r["backend"], r["shape"], r["params"])
+            if name not in newest or r["timestamp"] > newest[name]["timestamp"]:
+                newest[name] = r
     schedules = {}
     for r in order:
-        if r["status"] == "ok":
-            schedules.setdefault((r["backend"], r["shape"], r["params"]), []).append(r)
+        name = (r["backend"], r["shape"], r["params"])
+        if r["status"] == "ok" and (not r.get("kernel_hash") or name not in newest
+                                    or r["kernel_hash"] == newest[name]["kernel_hash"]):
+            schedules.setdefault(name, []).append(r)
     position = {id(r): i for i, r in enumerate(order)}
     medians = [(rs[(len(rs) - 1) // 2], len(rs)) for rs in schedules.values()]
     return min(medians, key=lambda m: (m[0]["median_us"], -m[1], position[id(m[0])]))[0]

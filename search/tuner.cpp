@@ -1,6 +1,9 @@
 #include "search/tuner.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -17,6 +20,19 @@ int resident_warps(const ArchLimits& arch, const KernelArtifact& a) {
 }
 
 }  // namespace
+
+std::string kernel_hash(const KernelArtifact& a) {
+  XXH64_state_t* st = XXH64_createState();
+  XXH64_reset(st, 0);
+  XXH64_update(st, a.entry.data(), a.entry.size());
+  XXH64_update(st, "", 1);  // the entry's end
+  XXH64_update(st, a.image.data(), a.image.size());
+  const unsigned long long h = XXH64_digest(st);
+  XXH64_freeState(st);
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", h);
+  return text;
+}
 
 std::vector<Candidate> model_ranking(const std::vector<Candidate>& space, const std::vector<Problem>& problems,
                                      size_t bytes_per_element, const ArchLimits& arch) {
@@ -162,6 +178,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     std::vector<size_t> alive;
     auto fail_record = [&](size_t i, const std::string& shape, const std::string& bucket, const MeasureResult& m) {
       TuningRecord r = base_record(batch[i], shape, bucket);
+      if (built[i].ok) r.kernel_hash = kernel_hash(built[i].artifact);
       r.status = m.status;
       r.error = m.error;
       r.verify_error = m.verify_error;
@@ -219,6 +236,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       for (size_t k = 0; k < run.size(); ++k) {
         const MeasureResult& m = ms[k];
         TuningRecord r = base_record(batch[run[k]], p.shape_text, problem_bucket(task.kind, p));
+        r.kernel_hash = kernel_hash(built[run[k]].artifact);
         r.status = m.status;
         r.error = m.error;
         r.verify_error = m.verify_error;

@@ -79,6 +79,11 @@ int register_capped_blocks(const ArchLimits& arch, int threads, int registers, i
 int capped_twin_blocks(const ArchLimits& arch, const Config& config, const KernelArtifact& built, int element_bytes,
                        int cached_inputs);
 
+// A record's kernel_hash: 16 hex digits of XXH64 over the artifact's entry
+// name and image (cubin or PTX), so the same schedule printed differently by
+// another fusekit, or compiled by another NVRTC, reads as another kernel.
+std::string kernel_hash(const KernelArtifact& artifact);
+
 // Versions and host name stamped on every record.
 struct Provenance {
   std::string fusekit_version;

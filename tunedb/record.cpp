@@ -86,6 +86,7 @@ void to_json(nlohmann::json& j, const TuningRecord& r) {
   FUSEKIT_RECORD_FIELDS(FUSEKIT_PUT)
 #undef FUSEKIT_PUT
   j["status"] = record_status_name(r.status);
+  j["kernel_hash"] = r.kernel_hash;
 }
 
 namespace {
@@ -111,6 +112,12 @@ void from_json(const nlohmann::json& j, TuningRecord& r) {
   }
   FUSEKIT_RECORD_FIELDS(FUSEKIT_GET)
 #undef FUSEKIT_GET
+  // Optional: records exported before fusekit kept it.
+  if (j.contains("kernel_hash")) {
+    if (!j["kernel_hash"].is_string())
+      throw UserError("record field 'kernel_hash' has the wrong type: " + j["kernel_hash"].dump());
+    r.kernel_hash = j["kernel_hash"].get<std::string>();
+  }
   if (!j.contains("status") || !j["status"].is_string()) throw UserError("record lacks field 'status'");
   r.status = parse_record_status(j["status"].get<std::string>());
   if (r.id.size() != 32 || r.id.find_first_not_of("0123456789abcdef") != std::string::npos)

@@ -52,6 +52,11 @@ struct TuningRecord {
   // How.
   std::string backend;         // "nvrtc" | "halide"
   std::string params;          // canonical Config text
+  // The built kernel (16 hex digits of a hash of its image and entry), ""
+  // when unknown (no build, or a record from before fusekit kept it). The
+  // same params print another kernel after a change to the printer: a
+  // schedule's records of an older kernel are not its current time.
+  std::string kernel_hash;
   // Result.
   RecordStatus status = RecordStatus::kOk;
   std::string error;           // compile log, driver error, verify detail

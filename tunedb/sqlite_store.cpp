@@ -17,7 +17,7 @@ constexpr int kSchemaVersion = 1;
 constexpr const char* kColumns =
     "id, pipeline_hash, pipeline_text, pattern, dtype, shape, shape_bucket, arch, gpu_name, sm_count, "
     "driver_version, cuda_version, halide_version, fusekit_version, host, backend, params, status, error, "
-    "verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp";
+    "verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp, kernel_hash";
 
 constexpr const char* kCreate = R"sql(
 CREATE TABLE IF NOT EXISTS records (
@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS records (
   backend TEXT NOT NULL, params TEXT NOT NULL,
   status TEXT NOT NULL, error TEXT NOT NULL, verify_error REAL NOT NULL,
   median_us REAL NOT NULL, p20_us REAL NOT NULL, p80_us REAL NOT NULL,
-  bandwidth_gbps REAL NOT NULL, samples INTEGER NOT NULL, timestamp TEXT NOT NULL);
+  bandwidth_gbps REAL NOT NULL, samples INTEGER NOT NULL, timestamp TEXT NOT NULL,
+  kernel_hash TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS records_key ON records (pipeline_hash, dtype, shape_bucket, arch, status);
 )sql";
 
@@ -91,6 +92,10 @@ class SqliteStore final : public TuneDb {
       throw UserError("'" + path + "' is a SQLite file but not a fusekit database; pass --db with another path");
     }
     exec(kCreate);
+    // A column added after databases were written (kernel_hash): added with
+    // its default, so the file stays readable by the fusekit that wrote it
+    // (whose statements name their columns).
+    if (!has_column("kernel_hash")) exec("ALTER TABLE records ADD COLUMN kernel_hash TEXT NOT NULL DEFAULT ''");
     exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
   }
   ~SqliteStore() override { sqlite3_close(db_); }
@@ -101,7 +106,7 @@ class SqliteStore final : public TuneDb {
     size_t added = 0;
     try {
       Statement ins(db_, std::string("INSERT OR IGNORE INTO records (") + kColumns +
-                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     path_);
       for (const auto& r : records) {
         sqlite3_stmt* s = ins.get();
@@ -115,7 +120,7 @@ class SqliteStore final : public TuneDb {
         text(r.driver_version); text(r.cuda_version); text(r.halide_version); text(r.fusekit_version);
         text(r.host); text(r.backend); text(r.params); text(record_status_name(r.status)); text(r.error);
         real(r.verify_error); real(r.median_us); real(r.p20_us); real(r.p80_us); real(r.bandwidth_gbps);
-        integer(r.samples); text(r.timestamp);
+        integer(r.samples); text(r.timestamp); text(r.kernel_hash);
         if (sqlite3_step(s) != SQLITE_DONE) throw UserError("database '" + path_ + "': " + sqlite3_errmsg(db_));
         added += static_cast<size_t>(sqlite3_changes(db_));
       }
@@ -149,6 +154,12 @@ class SqliteStore final : public TuneDb {
   }
 
  private:
+  bool has_column(const std::string& name) {
+    Statement s(db_, "SELECT COUNT(*) FROM pragma_table_info('records') WHERE name=?1", path_);
+    sqlite3_bind_text(s.get(), 1, name.c_str(), -1, SQLITE_TRANSIENT);
+    return sqlite3_step(s.get()) == SQLITE_ROW && sqlite3_column_int(s.get(), 0) > 0;
+  }
+
   bool has_foreign_tables() {
     Statement s(db_, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name<>'records'", path_);
     sqlite3_step(s.get());
@@ -179,8 +190,21 @@ class SqliteStore final : public TuneDb {
     if (rows.front().status != RecordStatus::kOk) return rows.front();
     // Rows come fastest first, so each schedule's records are in order.
     std::map<std::string, std::vector<const TuningRecord*>> schedules;
-    for (const auto& r : rows)
-      if (r.status == RecordStatus::kOk) schedules[r.backend + '\n' + r.shape + '\n' + r.params].push_back(&r);
+    // Each schedule's newest kernel: its records of another kernel (an older
+    // printer's) are left out; those of an unknown one ("") stay.
+    std::map<std::string, const TuningRecord*> newest;
+    auto name_of = [](const TuningRecord& r) { return r.backend + '\n' + r.shape + '\n' + r.params; };
+    for (const auto& r : rows) {
+      if (r.status != RecordStatus::kOk || r.kernel_hash.empty()) continue;
+      const TuningRecord*& n = newest[name_of(r)];
+      if (!n || r.timestamp > n->timestamp) n = &r;
+    }
+    for (const auto& r : rows) {
+      if (r.status != RecordStatus::kOk) continue;
+      const auto it = newest.find(name_of(r));
+      if (r.kernel_hash.empty() || it == newest.end() || r.kernel_hash == it->second->kernel_hash)
+        schedules[name_of(r)].push_back(&r);
+    }
     const TuningRecord* best = nullptr;
     size_t best_count = 0;
     for (const auto& [name, records] : schedules) {
@@ -220,6 +244,7 @@ class SqliteStore final : public TuneDb {
       r.host = text(); r.backend = text(); r.params = text(); r.status = parse_record_status(text());
       r.error = text(); r.verify_error = real(); r.median_us = real(); r.p20_us = real(); r.p80_us = real();
       r.bandwidth_gbps = real(); r.samples = static_cast<int>(integer()); r.timestamp = text();
+      r.kernel_hash = text();
       out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) throw UserError("database '" + path_ + "': " + sqlite3_errmsg(db_));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
@@ -105,6 +106,17 @@ TEST(Tuner, MeasuresEveryLegalSeed) {
   opt.backends = {Backend::kNvrtc};
   t.run(opt);
   t.expect_measured(seeds);
+  // Each record names its kernel (16 hex digits), the same for every record
+  // of one schedule; the seeds' builds differ.
+  std::map<std::string, std::string> kernel_of;
+  std::set<std::string> kernels;
+  for (const auto& r : t.db->all()) {
+    ASSERT_EQ(r.kernel_hash.size(), 16u) << r.params;
+    EXPECT_EQ(r.kernel_hash.find_first_not_of("0123456789abcdef"), std::string::npos);
+    EXPECT_EQ(kernel_of.emplace(r.params, r.kernel_hash).first->second, r.kernel_hash) << r.params;
+    kernels.insert(r.kernel_hash);
+  }
+  EXPECT_GE(kernels.size(), seeds.size() / 2);
 }
 
 // Seeds past the budget: the timed rows' own first, shared among lengths.

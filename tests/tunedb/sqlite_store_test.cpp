@@ -96,11 +96,81 @@ TEST_F(TuneDbTest, BestRanksAScheduleByTheMedianOfItsRecords) {
   EXPECT_DOUBLE_EQ(db->best(key)->median_us, 10.0);
 }
 
+// The same params printed as another kernel (a later printer): a schedule
+// ranks by the records of its newest kernel; records of an unknown kernel
+// (from before records kept it) still count.
+TEST_F(TuneDbTest, BestLeavesOutRecordsOfAnOlderKernel) {
+  auto db = open_sqlite_db(path("a.db"));
+  auto timed = [&](const std::string& params, double median, const std::string& kernel, const std::string& at) {
+    TuningRecord r = record("nvrtc", median);
+    r.params = params;
+    r.kernel_hash = kernel;
+    r.timestamp = at;
+    return r;
+  };
+  const TuneKey key{"abc123", "f32", "n<=2^12", "sm_90"};
+  // threads=256's old kernel (aaaa) was fast; its new one (bbbb) is slower.
+  db->commit({timed("threads=256", 9.0, "aaaa", "2026-11-30T01:00:00Z"),
+              timed("threads=256", 9.1, "aaaa", "2026-11-30T02:00:00Z"),
+              timed("threads=256", 12.0, "bbbb", "2026-12-01T01:00:00Z"),
+              timed("threads=128", 11.0, "cccc", "2026-12-01T01:00:00Z")});
+  auto best = db->best(key);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->params, "threads=128");
+  // A record of an unknown kernel counts beside the newest kernel's: the
+  // lower middle of 10.0 and 12.0.
+  db->commit({timed("threads=256", 10.0, "", "2026-11-29T01:00:00Z")});
+  EXPECT_EQ(db->best(key)->params, "threads=256");
+  EXPECT_DOUBLE_EQ(db->best(key)->median_us, 10.0);
+  // Without kernels on record, every record counts, as before.
+  auto old = open_sqlite_db(path("b.db"));
+  old->commit({timed("threads=256", 9.0, "", "2026-11-30T01:00:00Z"), timed("threads=256", 12.0, "", "2026-12-01T01:00:00Z"),
+               timed("threads=128", 11.0, "", "2026-12-01T01:00:00Z")});
+  EXPECT_EQ(old->best(key)->params, "threads=256");
+}
+
+// A database written before records kept their kernel gains the column, and
+// its records read with none.
+TEST_F(TuneDbTest, OldDatabasesGainTheKernelColumn) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path("old.db").c_str(), &raw), SQLITE_OK);
+  const char* old_schema = R"sql(
+CREATE TABLE records (
+  id TEXT PRIMARY KEY,
+  pipeline_hash TEXT NOT NULL, pipeline_text TEXT NOT NULL, pattern TEXT NOT NULL,
+  dtype TEXT NOT NULL, shape TEXT NOT NULL, shape_bucket TEXT NOT NULL,
+  arch TEXT NOT NULL, gpu_name TEXT NOT NULL, sm_count INTEGER NOT NULL,
+  driver_version TEXT NOT NULL, cuda_version TEXT NOT NULL, halide_version TEXT NOT NULL,
+  fusekit_version TEXT NOT NULL, host TEXT NOT NULL,
+  backend TEXT NOT NULL, params TEXT NOT NULL,
+  status TEXT NOT NULL, error TEXT NOT NULL, verify_error REAL NOT NULL,
+  median_us REAL NOT NULL, p20_us REAL NOT NULL, p80_us REAL NOT NULL,
+  bandwidth_gbps REAL NOT NULL, samples INTEGER NOT NULL, timestamp TEXT NOT NULL);
+INSERT INTO records VALUES ('0123456789abcdef0123456789abcdef', 'abc123', 'layout flat; out = x', 'relu_add', 'f32',
+  '4096', 'n<=2^12', 'sm_90', 'NVIDIA H200', 132, '13.0', '13.0', '14.0.0', '0.1.0', 'vm', 'nvrtc', 'threads=256',
+  'ok', '', 0.1, 5.0, 4.5, 5.5, 100.0, 100, '2026-11-30T01:00:00Z');
+PRAGMA user_version = 1;
+)sql";
+  ASSERT_EQ(sqlite3_exec(raw, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  auto db = open_sqlite_db(path("old.db"));
+  auto all = db->all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].kernel_hash, "");
+  EXPECT_DOUBLE_EQ(all[0].median_us, 5.0);
+  TuningRecord r = record("nvrtc", 4.0);
+  r.kernel_hash = "00000000deadbeef";
+  EXPECT_EQ(db->commit({r}), 1u);
+  EXPECT_EQ(open_sqlite_db(path("old.db"))->best({"abc123", "f32", "n<=2^12", "sm_90"})->kernel_hash,
+            "00000000deadbeef");
+}
+
 TEST_F(TuneDbTest, RecordsSurviveReopeningWithEveryField) {
   TuningRecord r = record("nvrtc", 2.5);
   r.error = "it's \"quoted\"\nand multi-line";
   r.verify_error = 0.25;
   r.bandwidth_gbps = 4100.5;
+  r.kernel_hash = "0123456789abcdef";
   { open_sqlite_db(path("b.db"))->commit({r}); }
   auto all = open_sqlite_db(path("b.db"))->all();
   ASSERT_EQ(all.size(), 1u);
@@ -216,6 +286,18 @@ TEST_F(TuneDbTest, ForeignSqliteFileIsRejectedUntouched) {
   EXPECT_EQ(sqlite3_column_int(s, 0), 0);  // no fusekit table was added
   sqlite3_finalize(s);
   sqlite3_close(raw);
+}
+
+// kernel_hash is optional (exports from before fusekit kept it), but a string.
+TEST_F(TuneDbTest, KernelHashIsOptionalInJson) {
+  TuningRecord r = record("nvrtc", 2.0);
+  r.kernel_hash = "0123456789abcdef";
+  nlohmann::json full = r;
+  EXPECT_EQ(full.get<TuningRecord>().kernel_hash, "0123456789abcdef");
+  full.erase("kernel_hash");
+  EXPECT_EQ(full.get<TuningRecord>().kernel_hash, "");
+  full["kernel_hash"] = 7;
+  EXPECT_THROW(full.get<TuningRecord>(), UserError);
 }
 
 TEST(TuningRecord, FromJsonNamesMissingFields) {
