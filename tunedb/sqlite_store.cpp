@@ -193,17 +193,20 @@ class SqliteStore final : public TuneDb {
     // Each schedule's newest kernel: its records of another kernel (an older
     // printer's) are left out; those of an unknown one ("") stay.
     std::map<std::string, const TuningRecord*> newest;
-    auto name_of = [](const TuningRecord& r) { return r.backend + '\n' + r.shape + '\n' + r.params; };
-    for (const auto& r : rows) {
+    std::vector<std::string> names;
+    for (const auto& r : rows) names.push_back(r.backend + '\n' + r.shape + '\n' + r.params);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const TuningRecord& r = rows[i];
       if (r.status != RecordStatus::kOk || r.kernel_hash.empty()) continue;
-      const TuningRecord*& n = newest[name_of(r)];
+      const TuningRecord*& n = newest[names[i]];
       if (!n || r.timestamp > n->timestamp) n = &r;
     }
-    for (const auto& r : rows) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const TuningRecord& r = rows[i];
       if (r.status != RecordStatus::kOk) continue;
-      const auto it = newest.find(name_of(r));
+      const auto it = newest.find(names[i]);
       if (r.kernel_hash.empty() || it == newest.end() || r.kernel_hash == it->second->kernel_hash)
-        schedules[name_of(r)].push_back(&r);
+        schedules[names[i]].push_back(&r);
     }
     const TuningRecord* best = nullptr;
     size_t best_count = 0;
