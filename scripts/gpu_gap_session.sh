@@ -8,7 +8,9 @@
 #   OP=rmsnorm DTYPE=f32 SHAPE=4096x16384 bash scripts/gpu_gap_session.sh
 #
 # HAND='' times no hand-written kernels (as for the pointwise ops' lists,
-# bench/probes/pointwise-gap/). Expects .device/ from scripts/prepare_device.sh.
+# bench/probes/pointwise-gap/). Expects .device/ from scripts/prepare_device.sh,
+# or VARIANTS=DIR: kernels scripts/probe_variants.py printed here into DIR
+# (carried), which needs no fusekit there.
 # Writes at most 8 files under $OUT: log.txt, gap.json, gap.txt, sass.txt,
 # artifacts.tar.gz.
 set -uo pipefail
@@ -18,7 +20,11 @@ step environment
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; which cuobjdump nvcc; } >>"$log" 2>&1
 step "kernels of $list"
 rm -rf /tmp/gap-variants /tmp/gap-art
-python3 scripts/probe_variants.py "$list" /tmp/gap-variants --fusekit "$bin/fusekit" >>"$log" 2>&1
+if [ -n "${VARIANTS:-}" ]; then
+  cp -r "$VARIANTS" /tmp/gap-variants
+else
+  python3 scripts/probe_variants.py "$list" /tmp/gap-variants --fusekit "$bin/fusekit" >>"$log" 2>&1
+fi
 step probe
 # shellcheck disable=SC2086
 timeout "${PROBE_TIMEOUT:-300}" python3 bench/gap_probe.py --op "${OP:-rmsnorm}" --dtype "${DTYPE:-f32}" \
