@@ -399,15 +399,15 @@ int cmd_source(const po::variables_map& vm) {
   ParamSpace space = template_space(kind, arch, backend, static_cast<int>(dtype_bytes(dt)), cands[0].full_inputs(),
                                     op_traits(cands[0], dt));
   // A name the space does not have would print the kernel without it; a
-  // kernel may also be compiled for one innermost extent (len: a row's
-  // length, or a pointwise op's innermost extent; the space says where not).
+  // row kernel may also be compiled for one row length (len).
   for (const auto& [name, value] : config.values()) {
-    const bool known = name == "len" || std::any_of(space.domains().begin(), space.domains().end(),
-                                                    [&name = name](const ParamDomain& d) { return d.name == name; });
+    const bool known = (name == "len" && kind == TemplateKind::kRowReduction) ||
+                       std::any_of(space.domains().begin(), space.domains().end(),
+                                   [&name = name](const ParamDomain& d) { return d.name == name; });
     if (known) continue;
     std::string names;
     for (const auto& d : space.domains()) names += " " + d.name;
-    names += " len";
+    if (kind == TemplateKind::kRowReduction) names += " len";
     throw UserError("--params names '" + name + "', which " + backend_name(backend) + " schedules of " +
                     cands[0].name + " do not have; known:" + names);
   }

@@ -79,7 +79,6 @@ nlohmann::json artifact_to_json(const KernelArtifact& a) {
   j["pointer_alignment"] = a.pointer_alignment;
   if (a.row_length > 0) j["row_length"] = a.row_length;
   if (a.row_multiple > 1) j["row_multiple"] = a.row_multiple;
-  if (a.index32) j["index32"] = true;
   j["params"] = nlohmann::json::array();
   for (const auto& p : a.params)
     j["params"].push_back({{"kind", param_kind_name(p.kind)}, {"type", param_type_name(p.type)},
@@ -106,8 +105,6 @@ KernelArtifact artifact_from_json(const nlohmann::json& j) {
     a.pointer_alignment = j.at("pointer_alignment").get<int>();
     a.row_length = j.value("row_length", int64_t{0});
     a.row_multiple = j.value("row_multiple", 1);
-    // Artifacts written before the field: only Halide's indexed with 32 bits.
-    a.index32 = j.value("index32", a.backend == "halide");
     for (const auto& p : j.at("params")) {
       KernelParam k;
       k.kind = kind_from(p.at("kind").get<std::string>());

@@ -6,10 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <climits>
-#include <cstdio>
 #include <map>
-#include <optional>
+#include <cstdio>
 #include <sstream>
 
 #include "common/errors.h"
@@ -321,16 +319,6 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   // elements took 70.9 us at 40 registers (12 blocks of 128 per SM) where
   // Inductor's kernel of the same shape, at 21, took 67.2 (gap probe beb058d).
   const bool occ = config.get_or("occ", 0) == 1;
-  // len=L: compiled for an innermost extent of exactly L (a flat op's
-  // element count), as Inductor compiles for static shapes: the extent and
-  // its multiply-shift pair are constants, indices 32-bit (the artifact says
-  // index32, so no launch passes more elements), and where every tile is
-  // full there is no tail.
-  const int64_t len = PointwiseTemplate::fixed_length(config);
-  if (len < 0 || len > INT32_MAX)
-    throw UserError("schedule '" + config.to_string() + "' has len=" + std::to_string(len) +
-                    "; an innermost extent is 1 .. 2^31 - 1 (leave len out for the generic kernel)");
-  const bool full_tiles = len > 0 && k == 1 && len % (static_cast<int64_t>(threads) * vec * ept) == 0;
 
   std::ostringstream src;
   src << kPrelude;
@@ -374,30 +362,14 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   launch.entry = entry;
   launch.block[0] = threads;
   launch.pointer_alignment = vec * static_cast<int>(dtype_bytes(pipe.dtype));
-  std::string params, body_params, body_args, fixed_args;
+  std::string params, body_params, body_args;
   // `type` is the body's; shape arguments arrive as long long and are
-  // narrowed to the body's index type I. A kernel compiled for its
-  // innermost extent keeps every argument (one launch signature) and passes
-  // the body `fixed` instead, where given: a constant.
-  auto add_param = [&](const std::string& type, const std::string& name, KernelParam p, bool shape,
-                       std::optional<int64_t> fixed = std::nullopt) {
+  // narrowed to the body's index type I.
+  auto add_param = [&](const std::string& type, const std::string& name, KernelParam p, bool shape) {
     params += (params.empty() ? "" : ", ") + ((shape ? std::string("const long long") : type) + " " + name);
     body_params += (body_params.empty() ? "" : ", ") + (type + " " + name);
     body_args += (body_args.empty() ? "" : ", ") + (shape ? "(I)" + name : name);
-    fixed_args += (fixed_args.empty() ? "" : ", ") +
-                  (fixed ? "(I)" + std::to_string(*fixed) + "u" : shape ? "(I)" + name : name);
     launch.params.push_back(p);
-  };
-  // The constant value of a shape expression over the fixed innermost extent.
-  auto fixed_value = [&](const LaunchExpr& e) -> std::optional<int64_t> {
-    if (len == 0) return std::nullopt;
-    int64_t v = 0;
-    Status st = e.evaluate([&](const std::string& name, int64_t* out) {
-      *out = len;
-      return name == "d0";
-    }, &v);
-    if (!st.ok()) throw InternalError("CUDA C printer: " + st.message());
-    return v;
   };
   for (size_t i = 0; i < cand.inputs.size(); ++i)
     add_param("const " + st + "* __restrict__", "g_" + cand.inputs[i].name,
@@ -408,22 +380,20 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   for (size_t p = 0; p < cand.params.size(); ++p)
     add_param("const float", halide_param_name(cand.params[p].name),
               {KernelParam::Kind::kScalarParam, KernelParam::Type::kF32, static_cast<int>(p), {}}, false);
-  // A flat op's element count is its innermost extent.
-  add_param("const I", "n", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}, true,
-            k == 1 && len > 0 ? std::optional<int64_t>(len) : std::nullopt);
+  add_param("const I", "n", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}, true);
   if (need_coords)
     for (size_t a = 0; a + 1 < k; ++a) {
       const std::string d = "d" + std::to_string(a);
       const LaunchExpr extent = LaunchExpr::symbol(d);
-      const LaunchExpr magic = LaunchExpr::make(LaunchExpr::Op::kDivMagic, {extent});
-      const LaunchExpr shift = LaunchExpr::make(LaunchExpr::Op::kDivShift, {extent});
-      const bool fixed = a == 0;
-      add_param("const I", d, {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, extent}, true,
-                fixed ? fixed_value(extent) : std::nullopt);
-      add_param("const I", "m" + std::to_string(a), {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, magic},
-                true, fixed ? fixed_value(magic) : std::nullopt);
-      add_param("const I", "s" + std::to_string(a), {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, shift},
-                true, fixed ? fixed_value(shift) : std::nullopt);
+      add_param("const I", d, {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, extent}, true);
+      add_param("const I", "m" + std::to_string(a),
+                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0,
+                 LaunchExpr::make(LaunchExpr::Op::kDivMagic, {extent})},
+                true);
+      add_param("const I", "s" + std::to_string(a),
+                {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0,
+                 LaunchExpr::make(LaunchExpr::Op::kDivShift, {extent})},
+                true);
     }
 
   const int64_t tile = static_cast<int64_t>(threads) * vec * ept;
@@ -499,7 +469,6 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "template <typename I>\nstatic __device__ __forceinline__ void fk_body(" << body_params << ") {\n";
   src << "  constexpr int kT = " << threads << ", kV = " << vec << ", kE = " << ept << ";\n";
   src << "  constexpr I kTile = (I)kT * kV * kE;\n";
-  if (full_tiles) src << "  constexpr bool kFullTiles = true;  // n = len, a multiple of the tile: no tail\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
   if (plane) {
     // Block b takes tile t of plane p; the plane's coordinates (c[0] = 0)
@@ -516,7 +485,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     src << "    if (d0 - t0 >= kTile && d0 % kV == 0) {\n";
   } else {
     src << "  for (I base = (I)blockIdx.x * kTile; base < n; base += (I)gridDim.x * kTile) {\n";
-    src << (full_tiles ? "    if (kFullTiles || n - base >= kTile) {\n" : "    if (n - base >= kTile) {\n");
+    src << "    if (n - base >= kTile) {\n";
   }
   for (const auto& in : cand.inputs)
     if (in.full()) src << "      pack_t r_" << in.name << "[kE];\n";
@@ -577,15 +546,8 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "extern \"C\" __global__ void __launch_bounds__(" << threads
       << (occ ? ", FK_MIN_BLOCKS(" + std::to_string(threads) + ")" : std::string()) << ") " << entry << "(" << params
       << ") {\n";
-  if (len > 0) {
-    src << "  typedef unsigned int I;  // compiled for an innermost extent of " << len << "\n";
-    src << "  fk_body<I>(" << fixed_args << ");\n}\n";
-    launch.row_length = len;
-    launch.index32 = true;
-  } else {
-    src << "  if (n <= 0x7fffffffLL) {\n    typedef unsigned int I;\n    fk_body<I>(" << body_args << ");\n";
-    src << "  } else {\n    typedef long long I;\n    fk_body<I>(" << body_args << ");\n  }\n}\n";
-  }
+  src << "  if (n <= 0x7fffffffLL) {\n    typedef unsigned int I;\n    fk_body<I>(" << body_args << ");\n";
+  src << "  } else {\n    typedef long long I;\n    fk_body<I>(" << body_args << ");\n  }\n}\n";
 
   PrintedKernel out;
   out.source = src.str();

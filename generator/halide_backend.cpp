@@ -243,7 +243,6 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   art.entry = name->value;
   art.target_sm = arch.halide_cuda_capability;
   art.pointer_alignment = static_cast<int>(config.get_or("vec", 1) * dtype_bytes(dtype));
-  art.index32 = true;  // Halide's buffers index with 32 bits
   if (cand.reduces()) {
     art.row_multiple = RowReductionTemplate::row_multiple(config, Backend::kHalide);
     art.row_length = RowReductionTemplate::fixed_row_length(config);

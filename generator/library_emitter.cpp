@@ -295,7 +295,7 @@ std::string write_table(const std::vector<Variant>& vs, const fs::path& image_di
       << a.block[2] << "}, {" << c_string(a.grid[0].to_string()) << ", " << c_string(a.grid[1].to_string()) << ", "
       << c_string(a.grid[2].to_string()) << "}, " << a.shared_bytes << ", " << a.pointer_alignment << ", kParams"
       << i << ", " << a.params.size() << ", " << c_string(a.backend) << ", " << c_string(v.schedule) << ", "
-      << c_string(v.record_id) << ", " << (v.measured ? 1 : 0) << ", " << (v.art.index32 ? 1 : 0)
+      << c_string(v.record_id) << ", " << (v.measured ? 1 : 0) << ", " << (v.art.backend == "halide" ? 1 : 0)
       << ", " << v.row_bucket << ", " << v.art.row_length << ", " << v.art.row_multiple << "},\n";
   }
   t << "};\n\n}  // namespace\n\n"

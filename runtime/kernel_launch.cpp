@@ -172,10 +172,6 @@ Status prepare_launch(const KernelArtifact& artifact, const LaunchShape& shape, 
   if (artifact.row_multiple > 1 && (shape.domain.empty() || shape.domain[0] % artifact.row_multiple != 0))
     return wrong_rows(" needs rows of a multiple of " + std::to_string(artifact.row_multiple),
                       "a variant for any row length");
-  if (artifact.index32 && shape.elements() > INT32_MAX)
-    return Status(StatusCode::kInvalidArgument,
-                  artifact.entry + " indexes with 32 bits: at most 2147483647 elements, this call has " +
-                      std::to_string(shape.elements()) + ": launch a 64-bit variant (a package selects one)");
   for (int i = 0; i < 3; ++i) {
     int64_t g = 0;
     Status st = artifact.grid[i].evaluate(lookup, &g);

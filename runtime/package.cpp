@@ -148,7 +148,6 @@ Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* a) {
   a->pointer_alignment = v.pointer_alignment;
   a->row_length = v.row_length;
   a->row_multiple = std::max(1, v.row_multiple);
-  a->index32 = v.index32 != 0;
   for (int i = 0; i < 3; ++i) {
     a->block[i] = v.block[i];
     Status st = LaunchExpr::parse(v.grid[i], &a->grid[i]);

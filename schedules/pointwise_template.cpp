@@ -1,7 +1,5 @@
 #include "schedules/pointwise_template.h"
 
-#include <climits>
-
 #include "common/errors.h"
 
 namespace fusekit {
@@ -36,14 +34,8 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
                   "along it"
                 : "plane=1 with the Halide backend (NVRTC only)",
             [planes](const Config& c) { return c.get_or("plane", 0) == 0 || planes; });
-  if (backend == Backend::kHalide) {
+  if (backend == Backend::kHalide)
     s.require("occ=1 with the Halide backend (NVRTC only)", [](const Config& c) { return c.get_or("occ", 0) == 0; });
-    s.require("len (a kernel for one innermost extent) with the Halide backend (NVRTC only)",
-              [](const Config& c) { return fixed_length(c) == 0; });
-  } else {
-    s.require("len outside 1 .. 2^31 - 1 (leave it out for a kernel of any extent)",
-              [](const Config& c) { return fixed_length(c) >= 0 && fixed_length(c) <= INT32_MAX; });
-  }
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") <= max_block; });
@@ -113,27 +105,10 @@ int64_t PointwiseTemplate::tile_elements(const Config& config) {
   return config.get("threads") * config.get("vec") * config.get("ept");
 }
 
-Config PointwiseTemplate::specialize(const Config& config, int64_t innermost) {
-  if (innermost < 1 || innermost > INT32_MAX)
-    throw UserError("cannot specialize a pointwise kernel for an innermost extent of " + std::to_string(innermost) +
-                    ": it is 1 .. 2^31 - 1 (leave len out for the generic kernel)");
-  Config c = config;
-  c.set("len", innermost);
-  return c;
-}
-
-std::string PointwiseTemplate::size_violation(const Config& config, Backend backend, int64_t elements,
-                                              int64_t innermost) {
+std::string PointwiseTemplate::size_violation(const Config& config, Backend backend, int64_t elements) {
   if (backend == Backend::kHalide && tile_elements(config) > elements)
     return "Halide tile of " + std::to_string(tile_elements(config)) + " elements exceeds the " +
            std::to_string(elements) + "-element domain";
-  if (const int64_t fixed = fixed_length(config); fixed > 0) {
-    if (fixed != innermost)
-      return "compiled for an innermost extent of " + std::to_string(fixed) + ", not " + std::to_string(innermost);
-    if (elements > INT32_MAX)
-      return "compiled for one innermost extent with 32-bit indices: at most 2147483647 elements, not " +
-             std::to_string(elements);
-  }
   return "";
 }
 

@@ -19,14 +19,6 @@
 //   occ      1: __launch_bounds__ asks for as many     0, 1 (nvrtc only)
 //            blocks per SM as fill it, so ptxas caps
 //            registers at what full occupancy allows
-//   len      L > 0: compiled for an innermost extent    not searched: the
-//            of exactly L (a flat op: L elements), as   tuner specializes
-//            Inductor compiles for static shapes: the   each timed shape's
-//            extent is a constant, indices are 32-bit,  fastest schedules
-//            no tail where every tile is full; the      (TunerOptions::
-//            runtime takes it for that extent only      specialize); nvrtc
-//            (row_length) and at most 2^31 - 1          only
-//            elements (index32)
 #pragma once
 
 #include <Halide.h>
@@ -63,16 +55,9 @@ class PointwiseTemplate {
   static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, const OpTraits& traits = {});
   // Elements one block covers per pass: threads * vec * ept.
   static int64_t tile_elements(const Config& config);
-  // The innermost extent a config is compiled for (`len`); 0 when generic.
-  static int64_t fixed_length(const Config& config) { return config.get_or("len", 0); }
-  // `config` compiled for an innermost extent of `innermost`; UserError
-  // naming the value when no kernel can be (< 1 or >= 2^31).
-  static Config specialize(const Config& config, int64_t innermost);
-  // Empty when `config` can run a domain of `elements` whose innermost
-  // extent is `innermost`; else why not. The Halide schedule shifts its last
-  // tile inward, so it needs one full tile; a kernel compiled for one
-  // extent runs that extent only, with 32-bit indices.
-  static std::string size_violation(const Config& config, Backend backend, int64_t elements, int64_t innermost);
+  // Empty when `config` can run a domain of `elements`; else why not. The
+  // Halide schedule shifts its last tile inward, so it needs one full tile.
+  static std::string size_violation(const Config& config, Backend backend, int64_t elements);
   // Known-good starting points (16-byte accesses, 128-1024 threads, 1-4
   // vectors per thread, 128 and 256 threads of 1-2 vectors also with
   // occ=1; the H200 winners of 2026-11-30 are among them or close); the

@@ -481,23 +481,12 @@ std::string template_size_violation(TemplateKind kind, const Config& config, Bac
              std::to_string(multiple) + " columns, not " + std::to_string(row_length);
     return "";
   }
-  return PointwiseTemplate::size_violation(config, backend, elements, row_length);
-}
-
-Config template_specialize(TemplateKind kind, const Config& config, int64_t innermost) {
-  return kind == TemplateKind::kRowReduction ? RowReductionTemplate::specialize(config, innermost)
-                                             : PointwiseTemplate::specialize(config, innermost);
+  return PointwiseTemplate::size_violation(config, backend, elements);
 }
 
 std::vector<int64_t> template_verify_domain(TemplateKind kind, const Config& config, Backend backend,
                                             std::vector<int64_t> odd) {
-  if (odd.empty()) return odd;
-  if (kind == TemplateKind::kPointwise) {
-    // The fixed extent with the odd shape's other extents (a flat op: the
-    // one size it runs).
-    if (const int64_t fixed = PointwiseTemplate::fixed_length(config); fixed > 0) odd.front() = fixed;
-    return odd;
-  }
+  if (kind != TemplateKind::kRowReduction || odd.empty()) return odd;
   if (const int64_t fixed = RowReductionTemplate::fixed_row_length(config); fixed > 0) {
     odd.front() = fixed;
     odd.back() = RowReductionTemplate::kSpecializedVerifyRows;

@@ -145,14 +145,10 @@ std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int eleme
 // extent (a row reduction's row) is `row_length`; else why not.
 std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements,
                                     int64_t row_length);
-// `config` compiled for an innermost extent (a row's length) of `innermost`
-// (`len`): RowReductionTemplate::specialize or PointwiseTemplate::specialize.
-Config template_specialize(TemplateKind kind, const Config& config, int64_t innermost);
 // The odd shape a schedule is verified on, from the op's odd shape `odd`
 // (innermost first): `odd` itself, or for a row schedule taken for some row
 // lengths only, rows it takes: kSpecializedVerifyRows rows of its `len`, or
-// the odd row length rounded up to its row_multiple; for a pointwise one
-// compiled for its innermost extent, `odd` with that extent innermost.
+// the odd row length rounded up to its row_multiple.
 std::vector<int64_t> template_verify_domain(TemplateKind kind, const Config& config, Backend backend,
                                             std::vector<int64_t> odd);
 // The schedule of the generic variant a package always carries: no

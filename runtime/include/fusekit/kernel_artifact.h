@@ -58,10 +58,6 @@ struct KernelArtifact {
   // schedule, whose rows must start on a vector); prepare_launch refuses
   // others. 1: any.
   int row_multiple = 1;
-  // The kernel indexes with 32 bits (Halide's kernels; NVRTC pointwise
-  // kernels compiled for one innermost extent): at most 2^31 - 1 elements,
-  // and prepare_launch refuses more.
-  bool index32 = false;
   // What ptxas reported for an NVRTC cubin (0: unknown): registers per
   // thread and static shared memory per block, for residency estimates.
   int registers = 0;

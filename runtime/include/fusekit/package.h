@@ -52,8 +52,7 @@ typedef struct fusekit_variant_desc {
   const char* schedule;    // Config text
   const char* record_id;   // tuning record it came from ("" for generic)
   int measured;            // 1 measured on a GPU, 0 modeled or generic
-  int index32;             // 1: 32-bit indexing (Halide kernels, NVRTC pointwise kernels compiled for
-                           // one innermost extent), at most 2^31 - 1 elements
+  int index32;             // 1: 32-bit indexing (Halide kernels), at most 2^31 - 1 elements
   int row_log2;            // row reductions: tuned for rows of <= 2^row_log2 columns; -1 otherwise
   int row_length;          // > 0: compiled for rows of exactly this many columns (taken for no
                            // other row length); 0: any
