@@ -4,13 +4,19 @@
 # space-separated) on the GPU machine while peers.py compiles torch.compile's
 # graphs (reused if an earlier call on the same machine left it in /tmp/pkg).
 # Then, with the time left, the package's kernels against the CPU reference
-# and under memcheck. Expects .device/ from scripts/prepare_device.sh.
+# and under memcheck. Expects .device/ from scripts/prepare_device.sh, or
+# PACKAGE=DIR: a package `fusekit build` wrote here, of which only
+# DIR/lib/libfusekit_kernels.so need travel (carried), for a call that
+# cannot carry .device/ beside the tree (no VERIFY then: that needs fusekit
+# and Halide there).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
-pkg=/tmp/pkg
+pkg=${PACKAGE:-/tmp/pkg}
 ready=/tmp/pkg.ready
 step package and peers
-if [ -f "$pkg/lib/libfusekit_kernels.so" ]; then
+if [ -n "${PACKAGE:-}" ]; then
+  [ -f "$pkg/lib/libfusekit_kernels.so" ] && echo ok >"$ready" || echo "no $pkg/lib/libfusekit_kernels.so" >"$ready"
+elif [ -f "$pkg/lib/libfusekit_kernels.so" ]; then
   echo ok >"$ready"
 else
   rm -f "$ready"
