@@ -1,9 +1,7 @@
 #include "generator/model_regret.h"
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "common/errors.h"
 #include "common/shape_text.h"
@@ -12,6 +10,7 @@
 #include "generator/catalog.h"
 #include "schedules/arch_limits.h"
 #include "search/interfaces.h"
+#include "tunedb/tune_db.h"
 
 namespace fusekit {
 namespace {
@@ -63,16 +62,9 @@ std::map<std::string, std::vector<RegretCase>> model_regret(const std::vector<Tu
 
 std::vector<TuningRecord> read_measured_records(const std::vector<std::string>& paths) {
   std::vector<TuningRecord> records;
-  for (const auto& path : paths) {
-    std::ifstream in(path);
-    if (!in) throw UserError("cannot read '" + path + "'; check the path");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      TuningRecord r = nlohmann::json::parse(line).get<TuningRecord>();
+  for (const auto& path : paths)
+    for (TuningRecord& r : read_jsonl(path))
       if (r.status == RecordStatus::kOk) records.push_back(std::move(r));
-    }
-  }
   return records;
 }
 

@@ -27,7 +27,8 @@ struct RegretCase {
 // single schedule are skipped. Keyed "rows f32 nvrtc", "pointwise bf16 halide".
 std::map<std::string, std::vector<RegretCase>> model_regret(const std::vector<TuningRecord>& records);
 
-// Measured records from JSONL files (the format of `fusekit db export`).
+// Measured records from JSONL files (the format of `fusekit db export`, plain
+// or .gz: read_jsonl).
 std::vector<TuningRecord> read_measured_records(const std::vector<std::string>& paths);
 
 }  // namespace fusekit

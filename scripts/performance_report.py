@@ -13,7 +13,7 @@ import json
 import os
 import statistics
 
-from winners_jsonl import pick
+from winners_jsonl import open_text, pick
 
 
 def shape_key(r):
@@ -50,8 +50,8 @@ def main():
 
     runs = []
     for label, rec_path, copy_path in a.run:
-        recs = [json.loads(l) for l in open(rec_path) if l.strip()]
-        copies = [json.loads(l) for l in open(copy_path) if l.strip()]
+        recs = [json.loads(l) for l in open_text(rec_path) if l.strip()]
+        copies = [json.loads(l) for l in open_text(copy_path) if l.strip()]
         largest = max(c["bytes"] for c in copies)
         runs.append({"label": label, "records": recs, "copies": copies,
                      "copy_gbps": statistics.median(c["copy_gbps_median"] for c in copies if c["bytes"] == largest),
@@ -217,7 +217,7 @@ def rows_section(w, a):
             pooled[label] = collections.defaultdict(list)
             labels.append(label)
         run = os.path.basename(rec_path).split("-")[4] if rec_path.count("-") >= 4 else label
-        for l in open(rec_path):
+        for l in open_text(rec_path):
             if l.strip():
                 r = json.loads(l)
                 if any(run == x and p in r["params"].split() for x, p in a.rows_exclude):
@@ -230,7 +230,7 @@ def rows_section(w, a):
                     pooled[label][(r["pattern"], r["dtype"], r["shape"])].append(r)
                     if r["backend"] == "halide" and r["status"] == "ok":
                         halide_all[(r["pattern"], r["dtype"], r["shape"])].append(r["median_us"])
-        for l in (open(copy_path) if copy_path != "-" else []):  # "-": the call measured no copies
+        for l in (open_text(copy_path) if copy_path != "-" else []):  # "-": the call measured no copies
             if l.strip():
                 c = json.loads(l)
                 copies[c["bytes"]].append(c["copy_gbps_median"])
@@ -310,7 +310,7 @@ def rows_section(w, a):
 
 def runtime_section(w, package_runs):
     w("\n## Runtime: the emitted package on the H200\n")
-    w("```\nscripts/prepare_device.sh build && SKIP_TUNE=1 RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl \\")
+    w("```\nscripts/prepare_device.sh build && SKIP_TUNE=1 RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl.gz \\")
     w("  bash scripts/gpu_package_session.sh")
     w("# on the H200: fusekit build --arch sm_90 (from run a11723e's records); fusekit verify --package, then with")
     w("# FUSEKIT_PTX_ONLY=1; the example app; compute-sanitizer memcheck of the example and of verify --package")

@@ -10,12 +10,22 @@ machine.
 
   scripts/winners_jsonl.py OUT.jsonl IN.jsonl... [--exclude FILE_PART PARAM]
 
+Any of the files may be .jsonl.gz (gzip).
+
 --exclude drops the records of input files whose name contains FILE_PART and
 whose params contain the token PARAM (e.g. `--exclude d66b27f onepass=1`).
 """
 import argparse
+import gzip
 import json
 import sys
+
+
+def open_text(path, mode="r"):
+    """A JSON-lines file to read or write ("w"), gzip-compressed where the
+    name ends in .gz (committed runs are kept so, as `fusekit db export
+    FILE.jsonl.gz` writes and `fusekit db import` reads)."""
+    return gzip.open(path, mode + "t") if path.endswith(".gz") else open(path, mode)
 
 
 def bucket_log2(n):
@@ -74,7 +84,7 @@ def main():
     pools, generic_pools = {}, {}
     read, seen = 0, set()
     for path in a.inputs:
-        with open(path) as f:
+        with open_text(path) as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -102,7 +112,7 @@ def main():
         if key in generic_pools and any(t.startswith("len=") for t in best["params"].split()):
             generic = pick(generic_pools[key])
             kept[generic["id"]] = generic
-    with open(a.out, "w") as f:
+    with open_text(a.out, "w") as f:
         for r in kept.values():
             f.write(json.dumps(r) + "\n")
     print(f"{len(kept)} of {read} records kept ({len(pools)} keys) in {a.out}")

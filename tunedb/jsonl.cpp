@@ -1,31 +1,65 @@
-// JSON-lines export and import of tuning records.
+// JSON-lines export and import of tuning records, plain or gzip-compressed
+// (committed runs are kept as .jsonl.gz; zlib reads a plain file as it is).
+#include <zlib.h>
+
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "common/errors.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
+namespace {
+
+bool ends_with_gz(const std::string& path) { return path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
+
+struct GzCloser {
+  void operator()(gzFile f) const { gzclose(f); }
+};
+using GzFile = std::unique_ptr<std::remove_pointer_t<gzFile>, GzCloser>;
+
+}  // namespace
 
 size_t export_jsonl(const TuneDb& db, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw UserError("cannot write '" + path + "'; check the directory exists and is writable");
-  size_t n = 0;
-  for (const auto& r : db.all()) {
-    out << nlohmann::json(r).dump() << '\n';
-    ++n;
+  const auto records = db.all();
+  std::string text;
+  for (const auto& r : records) text += nlohmann::json(r).dump() + '\n';
+  const std::string fail = "cannot write '" + path + "'; check the directory exists and is writable";
+  if (ends_with_gz(path)) {
+    GzFile out(gzopen(path.c_str(), "wb9"));
+    if (!out) throw UserError(fail);
+    if (!text.empty() && gzwrite(out.get(), text.data(), static_cast<unsigned>(text.size())) != static_cast<int>(text.size()))
+      throw UserError("error writing '" + path + "'");
+    if (gzclose(out.release()) != Z_OK) throw UserError("error writing '" + path + "'");
+    return records.size();
   }
+  std::ofstream out(path);
+  if (!out) throw UserError(fail);
+  out << text;
   if (!out) throw UserError("error writing '" + path + "'");
-  return n;
+  return records.size();
 }
 
-size_t import_jsonl(TuneDb& db, const std::string& path) {
-  std::ifstream in(path);
+std::vector<TuningRecord> read_jsonl(const std::string& path) {
+  GzFile in(gzopen(path.c_str(), "rb"));
   if (!in) throw UserError("cannot read '" + path + "'; check the path");
+  std::string text;
+  char buf[1 << 16];
+  int got = 0;
+  while ((got = gzread(in.get(), buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(got));
+  if (got < 0) {
+    int code = 0;
+    throw UserError("cannot read '" + path + "': " + gzerror(in.get(), &code) + " (a truncated or corrupt .gz?)");
+  }
   std::vector<TuningRecord> records;
-  std::string line;
   size_t lineno = 0;
-  while (std::getline(in, line)) {
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
@@ -37,7 +71,9 @@ size_t import_jsonl(TuneDb& db, const std::string& path) {
       throw UserError(path + ":" + std::to_string(lineno) + ": " + e.what());
     }
   }
-  return db.commit(records);
+  return records;
 }
+
+size_t import_jsonl(TuneDb& db, const std::string& path) { return db.commit(read_jsonl(path)); }
 
 }  // namespace fusekit

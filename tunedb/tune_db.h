@@ -50,11 +50,17 @@ std::unique_ptr<TuneDb> open_sqlite_db(const std::string& path);
 // (Read once by the CLI and passed down, never deep in the code.)
 std::string default_db_path();
 
-// Writes every record as one JSON object per line; returns the count.
+// Writes every record as one JSON object per line, gzip-compressed where
+// `path` ends in ".gz"; returns the count.
 size_t export_jsonl(const TuneDb& db, const std::string& path);
-// Reads JSON lines into `db`; returns how many were new. The whole file is
-// validated before anything is written; a bad line throws UserError naming
-// the line number, and the database is untouched.
+// Every record of a JSON-lines file, plain or gzip-compressed (told by its
+// bytes, not its name), each upgraded as an import gives it
+// (upgrade_record); a line that is not a record throws UserError naming the
+// file and line.
+std::vector<TuningRecord> read_jsonl(const std::string& path);
+// Reads JSON lines (read_jsonl) into `db`; returns how many were new. The
+// whole file is validated before anything is written, so after a bad line
+// the database is untouched.
 size_t import_jsonl(TuneDb& db, const std::string& path);
 
 }  // namespace fusekit

@@ -25,7 +25,7 @@ int within(const std::vector<RegretCase>& cases, double bound) {
 
 TEST(ModelRegret, RanksTheH200RowReductions) {
   const auto kinds = model_regret(read_measured_records(
-      {kResults + "bb06126-rows-records.jsonl", kResults + "4817c18-rows-records.jsonl"}));
+      {kResults + "bb06126-rows-records.jsonl.gz", kResults + "4817c18-rows-records.jsonl.gz"}));
   const auto& f32 = kinds.at("rows f32 nvrtc");
   ASSERT_EQ(f32.size(), 42u);  // 7 ops x 6 shapes
   EXPECT_LE(median_regret(f32), 0.02);
@@ -44,7 +44,7 @@ TEST(ModelRegret, RanksTheH200RowReductions) {
 void expect_row_regret(const std::string& run, double f32_median, int f32_close, double bf16_median, int bf16_close,
                        size_t shapes = 42) {
   SCOPED_TRACE("run " + run);
-  const auto kinds = model_regret(read_measured_records({kResults + run + "-rows-records.jsonl"}));
+  const auto kinds = model_regret(read_measured_records({kResults + run + "-rows-records.jsonl.gz"}));
   const auto& f32 = kinds.at("rows f32 nvrtc");
   const auto& bf16 = kinds.at("rows bf16 nvrtc");
   ASSERT_EQ(f32.size(), shapes);
@@ -73,7 +73,7 @@ TEST(ModelRegret, RanksThePersistentRowKernels) { expect_row_regret("927c29e", 0
 
 TEST(ModelRegret, RanksTheH200PointwiseKernels) {
   const auto kinds = model_regret(read_measured_records(
-      {kResults + "a11723e-records.jsonl", kResults + "a2a0ff6-64m-records.jsonl"}));
+      {kResults + "a11723e-records.jsonl.gz", kResults + "a2a0ff6-64m-records.jsonl.gz"}));
   for (const char* kind : {"pointwise f32 nvrtc", "pointwise bf16 nvrtc", "pointwise f32 halide"}) {
     SCOPED_TRACE(kind);
     EXPECT_LE(median_regret(kinds.at(kind)), 0.08);

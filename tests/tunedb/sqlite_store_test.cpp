@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -192,6 +193,50 @@ TEST_F(TuneDbTest, MergeAndImportAreIdempotent) {
   EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 3u);
   EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 0u);
   EXPECT_EQ(c->size(), 3u);
+}
+
+// A name ending in .gz exports gzip; import tells compressed from plain by
+// the bytes, whatever the name.
+TEST_F(TuneDbTest, GzipExportImportsAsThePlainFileDoes) {
+  auto a = open_sqlite_db(path("a.db"));
+  a->commit({record("nvrtc", 1), record("halide", 2), record("nvrtc", 3)});
+  ASSERT_EQ(export_jsonl(*a, path("out.jsonl.gz")), 3u);
+  ASSERT_EQ(export_jsonl(*a, path("out.jsonl")), 3u);
+  std::ifstream gz(path("out.jsonl.gz"), std::ios::binary);
+  char magic[2] = {0, 0};
+  gz.read(magic, 2);
+  EXPECT_EQ(static_cast<unsigned char>(magic[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(magic[1]), 0x8b);
+  EXPECT_LT(std::filesystem::file_size(path("out.jsonl.gz")), std::filesystem::file_size(path("out.jsonl")));
+  std::filesystem::copy_file(path("out.jsonl.gz"), path("renamed.jsonl"));
+  for (const char* name : {"out.jsonl.gz", "renamed.jsonl"}) {
+    auto b = open_sqlite_db(path(std::string(name) + ".db"));
+    EXPECT_EQ(import_jsonl(*b, path(name)), 3u) << name;
+    std::vector<std::string> got, want;
+    for (const auto& r : b->all()) got.push_back(r.id + r.backend + std::to_string(r.median_us));
+    for (const auto& r : a->all()) want.push_back(r.id + r.backend + std::to_string(r.median_us));
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << name;
+  }
+}
+
+// A .gz cut short is a message naming the file, and nothing is imported.
+TEST_F(TuneDbTest, TruncatedGzipIsAUserErrorAndWritesNothing) {
+  auto a = open_sqlite_db(path("a.db"));
+  std::vector<TuningRecord> many;
+  for (int i = 0; i < 200; ++i) many.push_back(record("nvrtc", i));
+  a->commit(many);
+  ASSERT_EQ(export_jsonl(*a, path("out.jsonl.gz")), 200u);
+  std::filesystem::resize_file(path("out.jsonl.gz"), std::filesystem::file_size(path("out.jsonl.gz")) / 2);
+  auto b = open_sqlite_db(path("b.db"));
+  try {
+    import_jsonl(*b, path("out.jsonl.gz"));
+    FAIL() << "a truncated file imported";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("out.jsonl.gz"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(b->size(), 0u);
 }
 
 // A NaN mismatch's verification ratio is +inf, which JSON writes as null:
