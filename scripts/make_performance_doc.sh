@@ -9,32 +9,32 @@ py=${PYTHON:-$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3
 pooled=()
 for run in 66ed6e3 d48ac76 3b98f01 f1af08a 927c29e d66b27f-norms d66b27f-softmax b01c854 c596d18 746953c \
   4bb7884-a 4bb7884-b 610cf2d 2f45bcf; do
-  pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl" "$r-$run-rows-copy.jsonl")
+  pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl.gz" "$r-$run-rows-copy.jsonl")
 done
-pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-lnrms-records.jsonl" -)  # no copies of its own
-pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl" "$r-610cf2d-1k-rows-copy.jsonl")
-pooled+=(--rows-run 66ed6e3+ "$r-2f45bcf-peers-records.jsonl" -)  # no copies of its own
-pooled+=(--rows-run 66ed6e3+ "$r-0e6d801-lnrms-records.jsonl" -)
-pooled+=(--rows-run 66ed6e3+ "$r-2acacfa-lnrms-records.jsonl" -)
+pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-lnrms-records.jsonl.gz" -)  # no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$r-610cf2d-1k-rows-records.jsonl.gz" "$r-610cf2d-1k-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$r-2f45bcf-peers-records.jsonl.gz" -)  # no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$r-0e6d801-lnrms-records.jsonl.gz" -)
+pooled+=(--rows-run 66ed6e3+ "$r-2acacfa-lnrms-records.jsonl.gz" -)
 for run in 731a221-65k ee61f7b-65k da426bc-65k 1795516-65k; do
-  pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl" "$r-$run-rows-copy.jsonl")
+  pooled+=(--rows-run 66ed6e3+ "$r-$run-rows-records.jsonl.gz" "$r-$run-rows-copy.jsonl")
 done
 # The Halide row schedule with vectors and warp lanes (f32, Halide records only).
 h=bench/results/2026-12-01-h200
-pooled+=(--rows-run 66ed6e3+ "$h-aadf380-halide-rows-records.jsonl" "$h-aadf380-halide-rows-copy.jsonl")
-pooled+=(--rows-run 66ed6e3+ "$h-fd4659c-halide-rows-records.jsonl" -)  # no copies of its own
-pooled+=(--rows-run 66ed6e3+ "$h-8a4d7bb-65k-rows-records.jsonl" "$h-8a4d7bb-65k-rows-copy.jsonl")
-pooled+=(--rows-run 66ed6e3+ "$h-740c4f2-halide-rows-records.jsonl" -)  # Halide only, no copies of its own
-pooled+=(--rows-run 66ed6e3+ "$h-d25d308-hint2-rows-records.jsonl" -)  # no copies of its own
-pooled+=(--rows-run 66ed6e3+ "$h-5e29efa-minb-rows-records.jsonl" -)  # cut at 300 s: 3 of 14 ops
-pooled+=(--rows-run 66ed6e3+ "$h-abbeed6-rows-records.jsonl" "$h-abbeed6-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-aadf380-halide-rows-records.jsonl.gz" "$h-aadf380-halide-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-fd4659c-halide-rows-records.jsonl.gz" -)  # no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$h-8a4d7bb-65k-rows-records.jsonl.gz" "$h-8a4d7bb-65k-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-740c4f2-halide-rows-records.jsonl.gz" -)  # Halide only, no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$h-d25d308-hint2-rows-records.jsonl.gz" -)  # no copies of its own
+pooled+=(--rows-run 66ed6e3+ "$h-5e29efa-minb-rows-records.jsonl.gz" -)  # cut at 300 s: 3 of 14 ops
+pooled+=(--rows-run 66ed6e3+ "$h-abbeed6-rows-records.jsonl.gz" "$h-abbeed6-rows-copy.jsonl")
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
-  --run a11723e "$r-a11723e-records.jsonl" "$r-a11723e-copy.jsonl" \
-  --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl" "$r-a2a0ff6-64m-copy.jsonl" \
+  --run a11723e "$r-a11723e-records.jsonl.gz" "$r-a11723e-copy.jsonl" \
+  --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl.gz" "$r-a2a0ff6-64m-copy.jsonl" \
   --memcheck "$r-a11723e-memcheck.txt" --gpu-test "$r-a11723e-gpu_test.json" --notes docs/performance_notes.md \
   --command "# the whole catalog (run a11723e), then the 64 M rows again next to same-bytes copies (run a2a0ff6-64m):
 scripts/prepare_device.sh build && BUDGET=24 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 bash scripts/gpu_session.sh
-scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl TUNE_TIMEOUT=150 \\
+scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e-records.jsonl.gz TUNE_TIMEOUT=150 \\
   bash scripts/gpu_package_session.sh
 # gpu_session.sh runs, on the H200:
 #   gpu_test                                          (ctest label gpu)
@@ -44,8 +44,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
 #   compute-sanitizer --tool memcheck fusekit verify --arch sm_90 --dtype f32,bf16 --sizes 4096,65536 --db /tmp/h200.db
 # gpu_package_session.sh first runs copy_bandwidth at 128, 192, 256, 384, 512 and 1024 MiB and
 #   fusekit tune --arch sm_90 --dtype f32,bf16 --sizes 67108864 --budget 24" \
-  --rows-run bb06126+4817c18 "$r-bb06126-rows-records.jsonl" "$r-bb06126-rows-copy.jsonl" \
-  --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl" "$r-4817c18-rows-copy.jsonl" \
+  --rows-run bb06126+4817c18 "$r-bb06126-rows-records.jsonl.gz" "$r-bb06126-rows-copy.jsonl" \
+  --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl.gz" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
   --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json,$h-5e29efa-minb-gpu_test.json,$h-abbeed6-rows-gpu_test.json" \
@@ -183,23 +183,23 @@ OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_sof
   --profile-command "# the package of the earlier full-suite peers call 5bb3e4c (not the abbeed6 package below, whose row kernels
 # differ for softmax, log_softmax and bias_add_softmax bf16 and add_rmsnorm bf16 at 4096x16384), built again and
 # profiled in a call of its own (89 s):
-RECORDS=bench/results/2026-12-01-h200-5bb3e4c-peers-winners.jsonl SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh
+RECORDS=bench/results/2026-12-01-h200-5bb3e4c-peers-winners.jsonl.gz SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh
 # = fusekit build --arch sm_90 from those records; python3 bench/profile_kernels.py calls (host time per call over
 #   2000 back-to-back calls, CUDA events); ncu --clock-control none --nvtx --nvtx-include fk/ ...
 #   (profile_kernels.py ncu); merge" \
-  --peers "abbeed6 + 083e3b7" "$h-abbeed6-peers-peers.json,$h-083e3b7-spacer-peers-peers.json" --plots img \
+  --peers "1b33fb0" "$h-1b33fb0-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
-  --peers-command "scripts/prepare_device.sh build && export H=bench/results/2026-12-01-h200
-# The package's records: those of the previous full-suite call (5bb3e4c; its chain of winners_jsonl.py steps
-# back to 2f45bcf is in this section as of commit c19baec) with the row tune abbeed6-rows added, picked as
-# fusekit build does (178 records):
-scripts/winners_jsonl.py \$H-abbeed6-peers-winners.jsonl \$H-5bb3e4c-peers-winners.jsonl \$H-abbeed6-rows-records.jsonl
-RECORDS=\$H-abbeed6-peers-winners.jsonl PEERS_TIMEOUT=430 VERIFY=1 VERIFY_TIMEOUT=40 MEMCHECK_TIMEOUT=45 \\
-  bash scripts/gpu_peers_session.sh     # call abbeed6, the whole suite (340 s; no spacer: see below)
-# = fusekit build --arch sm_90 from those records, in the background, while
-#   python3 bench/peers.py --package /tmp/pkg --package-ready /tmp/pkg.ready --out peers.json
-#   compiles torch.compile's 252 graphs in 8 processes and then times every op in 5 interleaved rounds;
-#   then fusekit verify --package (164 checks, 0 failed) and its memcheck (122 checks, 0 errors)
-RECORDS=\$H-abbeed6-peers-winners.jsonl PEERS_TIMEOUT=240 \\
-  PEERS_ARGS='--ops relu_add,sigmoid_mul_tanh_add,bias_gelu,bn_relu,layernorm,rmsnorm --spacer-us 300' \\
-  bash scripts/gpu_peers_session.sh     # call 083e3b7: six ops again with a 300 us spin before each timed call (128 s)"
+  --peers-command "export H=bench/results/2026-12-01-h200
+# The package: the records of the previous full-suite call abbeed6 (those of the call before it, 5bb3e4c, with
+# the row tune abbeed6-rows added, picked as fusekit build does: 178 records; the chain of winners_jsonl.py steps
+# back to 2f45bcf is in this section as of commit c19baec), built here (no GPU needed; 87 s on 2 cores):
+build/cli/fusekit db import --db /tmp/pkgdb.db \$H-abbeed6-peers-winners.jsonl.gz
+build/cli/fusekit build --arch sm_90 --db /tmp/pkgdb.db --out .pkg --runtime-lib build/runtime/libfusekit_runtime.a \\
+  --runtime-include runtime/include --cuda-include /usr/local/cuda/include
+# One device call, carrying .pkg/lib/libfusekit_kernels.so (the tree and .device/ no longer fit one call together):
+PACKAGE=.pkg PEERS_TIMEOUT=560 bash scripts/gpu_peers_session.sh     # call 1b33fb0, the whole suite, 292 s
+# = python3 bench/peers.py --package .pkg --package-ready /tmp/pkg.ready --out peers.json: compiles torch.compile's
+#   252 graphs in 8 processes, then times every op in 5 interleaved rounds, a 300 us spin kernel queued before
+#   each timed call (--spacer-us, the default since 083e3b7). The kernels are those of the abbeed6 package (no
+#   printer or runtime change since), whose fusekit verify --package took 164 checks, 0 failed, and memcheck
+#   122 checks, 0 errors, in call abbeed6."
