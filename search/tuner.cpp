@@ -365,6 +365,22 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
         if (blocks > 0 && space.legal(capped))
           picked.push_back({backend, capped});
       }
+      // Each NVRTC one without load hints (and uncapped), also with
+      // Inductor's (hint=2), where legal: what the hints do to a held row
+      // changes with the kernel built for its length, so a twin is timed
+      // whatever its generic parent's rank. rmsnorm bf16 4096x16384 on the
+      // H200: the hint=2 twin 68.13 us against 70.08 for the packaged one in
+      // gap probe 764bae3-rmsbf16-gap, while in tune 764bae3-rmsbf16-rows the
+      // generic hint=2 parent ranked below the generic hint=0 one and no
+      // hint=2 kernel was built for the length.
+      for (size_t i = 0, n = backend == Backend::kNvrtc ? picked.size() : 0; i < n; ++i) {
+        if (picked[i].config.get_or("hint", 0) != 0 || picked[i].config.get_or("minb", 0) != 0) continue;
+        Config hinted = picked[i].config;
+        hinted.set("hint", 2);
+        if (space.legal(hinted) &&
+            std::none_of(picked.begin(), picked.end(), [&](const Candidate& c) { return c.config == hinted; }))
+          picked.push_back({backend, hinted});
+      }
       build_new(picked);
       std::vector<Candidate>& list = twins[cols];
       for (const Candidate& c : picked)

@@ -102,7 +102,8 @@ struct TunerOptions {
   // build for that length fits more warps per SM (ptxas registers), are
   // built again for that length (`len`) and measured beside them, each
   // whose registers keep blocks off an SM also with its registers capped
-  // for one block more (minb, register_capped_blocks); 0 turns it off.
+  // for one block more (minb, register_capped_blocks), and each without
+  // load hints also with Inductor's (hint=2, where legal); 0 turns it off.
   size_t specialize = 2;
   uint64_t seed = 1;
   MeasureOptions measure;

@@ -229,7 +229,7 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
     (Config::parse(r.params).get_or("len", 0) > 0 ? fixed : generic)[r.shape].push_back(r);
   }
   int exact_fits_beyond_the_fastest = 0;
-  size_t capped_twins = 0;
+  size_t capped_twins = 0, hinted_twins = 0;
   for (const auto& [shape, cols] : std::map<std::string, int64_t>{{"64x4096", 4096}, {"16x16384", 16384}}) {
     SCOPED_TRACE(shape);
     std::vector<TuningRecord> g = generic[shape];
@@ -265,7 +265,7 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
       }
     }
     // Each twin whose registers hold blocks off an SM, also capped for one
-    // block more.
+    // block more; each without load hints, also with hint=2.
     const ParamSpace space = template_space(TemplateKind::kRowReduction, t.arch, Backend::kNvrtc, 2,
                                             t.task.cached_inputs, t.task.traits);
     std::vector<Config> twins;
@@ -277,9 +277,20 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
       const int blocks = capped_twin_blocks(t.arch, twin, b[0].artifact, 2, t.task.cached_inputs);
       Config capped = twin;
       capped.set("minb", blocks);
-      if (blocks > 0 && space.legal(capped)) twins.push_back(capped);
+      if (blocks > 0 && space.legal(capped)) {
+        twins.push_back(capped);
+        ++capped_twins;
+      }
     }
-    capped_twins += twins.size() - expected.size();
+    for (const Config& c : expected) {
+      Config hinted = RowReductionTemplate::specialize(c, cols);
+      if (hinted.get_or("hint", 0) != 0) continue;
+      hinted.set("hint", 2);
+      if (space.legal(hinted) && std::find(twins.begin(), twins.end(), hinted) == twins.end()) {
+        twins.push_back(hinted);
+        ++hinted_twins;
+      }
+    }
     EXPECT_EQ(fixed[shape].size(), twins.size());
     exact_fits_beyond_the_fastest += expected.size() > 2;
     for (const Config& twin : twins) {
@@ -299,6 +310,7 @@ TEST(Tuner, SpecializesTheFastestSchedulesPerRowLength) {
   EXPECT_EQ(fixed.size(), 2u);  // no other shape
   EXPECT_GT(exact_fits_beyond_the_fastest, 0);  // the second list adds schedules here
   EXPECT_GT(capped_twins, 0u);
+  EXPECT_GT(hinted_twins, 0u);
 
   // specialize = 0: generic schedules only.
   ModelTuning off("rmsnorm", DType::kBF16, "sm_90", {{4096, 64}});
