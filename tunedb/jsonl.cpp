@@ -24,21 +24,23 @@ using GzFile = std::unique_ptr<std::remove_pointer_t<gzFile>, GzCloser>;
 
 size_t export_jsonl(const TuneDb& db, const std::string& path) {
   const auto records = db.all();
-  std::string text;
-  for (const auto& r : records) text += nlohmann::json(r).dump() + '\n';
-  const std::string fail = "cannot write '" + path + "'; check the directory exists and is writable";
+  const std::string cannot = "cannot write '" + path + "'; check the directory exists and is writable";
+  const std::string failed = "error writing '" + path + "'";
   if (ends_with_gz(path)) {
     GzFile out(gzopen(path.c_str(), "wb9"));
-    if (!out) throw UserError(fail);
-    if (!text.empty() && gzwrite(out.get(), text.data(), static_cast<unsigned>(text.size())) != static_cast<int>(text.size()))
-      throw UserError("error writing '" + path + "'");
-    if (gzclose(out.release()) != Z_OK) throw UserError("error writing '" + path + "'");
+    if (!out) throw UserError(cannot);
+    for (const auto& r : records) {
+      const std::string line = nlohmann::json(r).dump() + '\n';
+      if (gzwrite(out.get(), line.data(), static_cast<unsigned>(line.size())) != static_cast<int>(line.size()))
+        throw UserError(failed);
+    }
+    if (gzclose(out.release()) != Z_OK) throw UserError(failed);
     return records.size();
   }
   std::ofstream out(path);
-  if (!out) throw UserError(fail);
-  out << text;
-  if (!out) throw UserError("error writing '" + path + "'");
+  if (!out) throw UserError(cannot);
+  for (const auto& r : records) out << nlohmann::json(r).dump() << '\n';
+  if (!out) throw UserError(failed);
   return records.size();
 }
 
