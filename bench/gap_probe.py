@@ -246,19 +246,45 @@ def main():
               fn.num_regs)
 
     calls = {}
+    per_pair = 20  # launches between one event pair in the batched timing
+
+    def batched_times(fn, reps):
+        """Per-launch time (µs) of `per_pair` launches back to back between one
+        event pair: the host queues them far ahead of the GPU, as the tuner's
+        C++ loop does, where kernel_times queues one call at a time."""
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(max(1, reps // per_pair))]
+        for start, end in pairs:
+            start.record()
+            for _ in range(per_pair):
+                fn()
+            end.record()
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) * 1000.0 / per_pair for s, e in pairs]
 
     def time_all(done):
-        """Times, in ROUNDS interleaved rounds, every call not in `done`."""
+        """Times, in ROUNDS interleaved rounds, every call not in `done`: each
+        kernel into every placement one call per event pair, and into peers.py's
+        outputs also `per_pair` launches per pair."""
         todo = dict(peers_calls) if not done else {}
         for label, call in kernels.items():
             for where, outs_of in placements.items():
                 key = "%s -> %s" % (label, where)
                 if key not in done:
                     todo[key] = lambda c=call, w=outs_of: c(w())
+        batched = {"%s -> outs, %d per event pair" % (label, per_pair): (lambda c=call: c((ins, outs)))
+                   for label, call in kernels.items()}
+        batched = {k: f for k, f in batched.items() if k not in done}
         for r in range(a.rounds):
             for label, fn in todo.items():
                 report["timings"].setdefault(label, []).append(statistics.median(peers.kernel_times([fn], a.reps)))
+            for label, fn in batched.items():
+                report["timings"].setdefault(label, []).append(statistics.median(batched_times(fn, a.reps)))
             save()
+        todo.update(batched)
         done.update(todo)
         calls.update(todo)
 
