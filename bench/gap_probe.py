@@ -248,16 +248,20 @@ def main():
     calls = {}
     per_pair = 20  # launches between one event pair in the batched timing
 
-    def batched_times(fn, reps):
+    def batched_times(fn, reps, before=None):
         """Per-launch time (µs) of `per_pair` launches back to back between one
         event pair: the host queues them far ahead of the GPU, as the tuner's
-        C++ loop does, where kernel_times queues one call at a time."""
+        C++ loop does, where kernel_times queues one call at a time. With
+        `before`, each pair follows 3 untimed calls of it (another kernel on
+        the same tensors: what L2 state it leaves behind)."""
         for _ in range(5):
             fn()
         torch.cuda.synchronize()
         pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                  for _ in range(max(1, reps // per_pair))]
         for start, end in pairs:
+            for _ in range(3 if before else 0):
+                before()
             start.record()
             for _ in range(per_pair):
                 fn()
@@ -278,13 +282,26 @@ def main():
         batched = {"%s -> outs, %d per event pair" % (label, per_pair): (lambda c=call: c((ins, outs)))
                    for label, call in kernels.items()}
         batched = {k: f for k, f in batched.items() if k not in done}
+        # Each fusekit kernel after 3 calls of each other one, and of the
+        # copy, on the same tensors (the tuner times every candidate of a
+        # problem on one buffer set).
+        after = {}
+        if not done:
+            own = [(label, lambda c=call: c((ins, outs))) for label, call in kernels.items()]
+            for label, fn in own:
+                for other, before in own + [("copy", peers_calls["copy"])]:
+                    if other != label:
+                        after["%s -> outs, %d per event pair, after 3x %s" % (label, per_pair, other)] = (fn, before)
         for r in range(a.rounds):
             for label, fn in todo.items():
                 report["timings"].setdefault(label, []).append(statistics.median(peers.kernel_times([fn], a.reps)))
             for label, fn in batched.items():
                 report["timings"].setdefault(label, []).append(statistics.median(batched_times(fn, a.reps)))
+            for label, (fn, before) in after.items():
+                report["timings"].setdefault(label, []).append(statistics.median(batched_times(fn, a.reps, before)))
             save()
         todo.update(batched)
+        todo.update({k: f for k, (f, _) in after.items()})
         done.update(todo)
         calls.update(todo)
 
