@@ -6,7 +6,14 @@
 // alike instead of on whichever ran during it.
 //
 // Inputs are rotated over several copies when one set would fit in L2, so
-// small sizes are timed from DRAM like large ones. A kernel that faults the
+// small sizes are timed from DRAM like large ones. Every candidate of a
+// problem reads the same buffers, so on sm_80+ each block of launches starts
+// with the L2 eviction priority of those buffers set back to normal: a
+// kernel with L2::evict_last loads leaves lines that outlast a later
+// kernel's own normal-priority traffic, and that kernel would be timed with
+// part of its input in L2 (rmsnorm bf16 4096x16384 on the H200: a hint=0
+// kernel 66.64 us right after its hint=2 twin on the same tensors, 68.27
+// after copies; gap probe 4517801-rmsbf16-after). A kernel that faults the
 // context (illegal address, ...) becomes a launch_error record and the
 // primary context is reset before the next candidate.
 #include <algorithm>
@@ -24,6 +31,56 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+// fk_l2_evict_normal(base, lines): applypriority.global.L2::evict_normal on
+// `lines` 128-byte lines from `base` (sm_80+, PTX ISA 7.4), grid-stride.
+constexpr const char* kL2ResetPtx = R"ptx(.version 7.4
+.target sm_80
+.address_size 64
+.visible .entry fk_l2_evict_normal(.param .u64 fk_base, .param .u64 fk_lines)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<9>;
+  ld.param.u64 %rd1, [fk_base];
+  ld.param.u64 %rd2, [fk_lines];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mul.wide.u32 %rd3, %r1, %r2;
+  cvt.u64.u32 %rd4, %r3;
+  add.u64 %rd3, %rd3, %rd4;
+  mov.u32 %r4, %nctaid.x;
+  mul.wide.u32 %rd5, %r4, %r2;
+$L_loop:
+  setp.ge.u64 %p1, %rd3, %rd2;
+  @%p1 bra $L_done;
+  shl.b64 %rd6, %rd3, 7;
+  add.u64 %rd7, %rd1, %rd6;
+  applypriority.global.L2::evict_normal [%rd7], 128;
+  add.u64 %rd3, %rd3, %rd5;
+  bra.uni $L_loop;
+$L_done:
+  ret;
+}
+)ptx";
+
+// The reset as an artifact, so it loads and launches as candidates do: one
+// pointer (input 0) and the line count (the domain's n), 4 blocks of 256
+// threads per SM.
+KernelArtifact l2_reset_artifact() {
+  KernelArtifact a;
+  a.backend = "measurer";
+  a.image_kind = ImageKind::kPtx;
+  a.image = kL2ResetPtx;
+  a.entry = "fk_l2_evict_normal";
+  a.block[0] = 256;
+  a.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMul, {LaunchExpr(4), LaunchExpr::symbol("sm_count")});
+  a.params = {{KernelParam::Kind::kInput, KernelParam::Type::kPtr, 0, {}},
+              {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}};
+  return a;
+}
 
 bool is_sticky(CUresult r) {
   switch (r) {
@@ -149,8 +206,36 @@ class GpuMeasurer final : public Measurer {
   }
 
   void release_problem() {
-    if (problem_.base) drv_->cuMemFree(problem_.base);
+    if (problem_.base) {
+      // Lines it leaves at evict_last would hold L2 from the next problem.
+      MeasureResult ignored;
+      reset_l2_priorities(&ignored);
+      drv_->cuStreamSynchronize(stream_);
+      drv_->cuMemFree(problem_.base);
+    }
     problem_ = PreparedProblem{};
+  }
+
+  // Sets the L2 eviction priority of the problem's buffers back to normal
+  // (sm_80+; older archs have no eviction hints); false, with `res` set to a
+  // launch error, if the reset kernel does not load or launch.
+  bool reset_l2_priorities(MeasureResult* res) {
+    if (info_.arch.major < 8 || !problem_.base || !stream_) return true;
+    LoadedKernel* mod = module_for(l2_reset_, res);
+    if (!mod) {
+      res->error = "L2 priority reset: " + res->error;
+      return false;
+    }
+    LaunchShape shape;
+    shape.domain = {static_cast<int64_t>((problem_.set_bytes * problem_.sets + 127) / 128)};
+    shape.sm_count = info_.sm_count;
+    LaunchArgs args;
+    args.inputs = {problem_.base};
+    const Status st = launch_kernel(*drv_, l2_reset_, mod->function(), shape, args, stream_);
+    if (st.ok()) return true;
+    res->status = RecordStatus::kLaunchError;
+    res->error = "L2 priority reset: " + st.message();
+    return false;
   }
 
   void prepare(const Workload& workload, const Problem& problem, uint64_t seed) {
@@ -335,12 +420,13 @@ class GpuMeasurer final : public Measurer {
     return false;
   }
 
-  // One round's block of `t`: two launches of warm-up (another kernel ran
-  // before), then `n` timed ones, their times appended to res->samples_us.
+  // One round's block of `t`: the problem's L2 priorities reset, two
+  // launches of warm-up (another kernel ran before), then `n` timed ones,
+  // their times appended to res->samples_us.
   void time_block(Timer& t, int n, MeasureResult* res) {
     if (n <= 0) return;
     ensure_events(2 * static_cast<size_t>(n));  // again after a context reset
-    if (!launch_block(t, 2, res) || !launch_block(t, n, res, true)) return;
+    if (!reset_l2_priorities(res) || !launch_block(t, 2, res) || !launch_block(t, n, res, true)) return;
     const CUresult r = drv_->cuEventSynchronize(events_[2 * n - 1]);
     if (r != CUDA_SUCCESS) {
       *res = fail(RecordStatus::kLaunchError, r, "timed runs");
@@ -360,6 +446,7 @@ class GpuMeasurer final : public Measurer {
   DeviceInfo info_;
   PreparedProblem problem_;
   std::map<std::string, std::unique_ptr<LoadedKernel>> modules_;
+  const KernelArtifact l2_reset_ = l2_reset_artifact();
   std::vector<CUevent> events_;
   bool broken_ = false;
 };
