@@ -279,17 +279,18 @@ def main():
                 key = "%s -> %s" % (label, where)
                 if key not in done:
                     todo[key] = lambda c=call, w=outs_of: c(w())
-        batched = {"%s -> outs, %d per event pair" % (label, per_pair): (lambda c=call: c((ins, outs)))
-                   for label, call in kernels.items()}
+        # Each kernel into peers.py's outputs.
+        on_outs = {label: (lambda c=call: c((ins, outs))) for label, call in kernels.items()}
+        batched = {"%s -> outs, %d per event pair" % (label, per_pair): fn for label, fn in on_outs.items()}
         batched = {k: f for k, f in batched.items() if k not in done}
         # Each fusekit kernel after 3 calls of each other one, and of the
         # copy, on the same tensors (the tuner times every candidate of a
         # problem on one buffer set).
         after = {}
         if not done:
-            own = [(label, lambda c=call: c((ins, outs))) for label, call in kernels.items()]
-            for label, fn in own:
-                for other, before in own + [("copy", peers_calls["copy"])]:
+            befores = dict(on_outs, copy=peers_calls["copy"])
+            for label, fn in on_outs.items():
+                for other, before in befores.items():
                     if other != label:
                         after["%s -> outs, %d per event pair, after 3x %s" % (label, per_pair, other)] = (fn, before)
         for r in range(a.rounds):
