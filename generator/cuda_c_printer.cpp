@@ -244,6 +244,47 @@ static __device__ __forceinline__ float fk_floor_modf(float a, float b) { return
 template <typename T, int N> struct alignas(sizeof(T) * N) fk_pack { T v[N]; };
 )cuda";
 
+// Loads with an L2 eviction policy (createpolicy, ld .L2::cache_hint; sm_80+):
+// fk_policy<true>() keeps lines (evict_last), fk_policy<false>() drops them
+// first (evict_first); fk_ldg_hint loads N elements of T at an aligned
+// address, with L1 priority kL1 (0: none, 1: evict_last, 2: evict_first).
+// cuda_load_hint_helpers() wraps it in the sm_80 guard.
+const char* kLoadHintBody = R"cuda(template <bool kLast>
+static __device__ __forceinline__ unsigned long long fk_policy() {
+  unsigned long long p;
+  if (kLast) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+// N elements of T (4, 8 or 16 bytes) at an aligned address; L1 qualifier Q.
+#define FK_LDG_HINT(Q)                                                                           \
+  if constexpr (kBytes == 16)                                                                    \
+    asm("ld.global" Q ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"                       \
+        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p), "l"(policy));                 \
+  else if constexpr (kBytes == 8)                                                                \
+    asm("ld.global" Q ".L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"                               \
+        : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(policy));                                         \
+  else if constexpr (kBytes == 4)                                                                \
+    asm("ld.global" Q ".L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(p), "l"(policy));
+template <typename T, int N, int kL1 = 0>
+static __device__ __forceinline__ fk_pack<T, N> fk_ldg_hint(const T* p, unsigned long long policy) {
+  constexpr int kBytes = sizeof(T) * N;
+  fk_pack<T, N> d;
+  unsigned w[4];
+  if constexpr (kL1 == 1) {
+    FK_LDG_HINT(".L1::evict_last")
+  } else if constexpr (kL1 == 2) {
+    FK_LDG_HINT(".L1::evict_first")
+  } else {
+    FK_LDG_HINT("")
+  }
+  if constexpr (kBytes == 4 || kBytes == 8 || kBytes == 16) memcpy(&d, w, kBytes);
+  else d = *reinterpret_cast<const fk_pack<T, N>*>(p);
+  return d;
+}
+#undef FK_LDG_HINT
+)cuda";
+
 // FK_MIN_BLOCKS(T): blocks of T threads that fill an SM of the arch being
 // compiled (resident threads, capped by resident blocks), from the arch
 // table; an arch not in it gets the smallest SM of the table. occ=1 passes
@@ -273,6 +314,9 @@ std::string print_cuda_expr(const Expr& e, std::string* statements, const std::s
 }
 
 const char* cuda_prelude() { return kPrelude; }
+std::string cuda_load_hint_helpers(const std::string& more) {
+  return std::string("\n#if __CUDA_ARCH__ >= 800\n") + kLoadHintBody + more + "#endif\n";
+}
 
 const char* round_one_fn(DType dtype) {
   return dtype == DType::kF32 ? "" : dtype == DType::kF16 ? "fk_f2h" : "fk_f2bf";
@@ -320,9 +364,20 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   // Inductor's kernel of the same shape, at 21, took 67.2 (gap probe beb058d).
   const bool occ = config.get_or("occ", 0) == 1;
 
+  // hint=1 and 2 (sm_80+): each full input's vector loads carry an
+  // eviction policy: 1 drops the lines first (evict_first in L1 and L2, a
+  // read-once stream), 2 keeps them (evict_last in L1 and L2, as Inductor's
+  // and the row kernels' hint=2 read a row read once). Broadcast inputs
+  // keep plain loads.
+  const int64_t hint = config.get_or("hint", 0);
+  if (hint < 0 || hint > 2)
+    throw UserError("schedule '" + config.to_string() + "' has hint=" + std::to_string(hint) +
+                    ": use 0 (plain loads), 1 (evict_first) or 2 (evict_last)");
+
   std::ostringstream src;
   src << kPrelude;
   if (occ) src << min_blocks_macro();
+  if (hint != 0) src << cuda_load_hint_helpers();
 
   // fk_point: the candidate's math for one element, straight from its Exprs.
   src << "static __device__ __forceinline__ void fk_point(";
@@ -470,6 +525,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "  constexpr int kT = " << threads << ", kV = " << vec << ", kE = " << ept << ";\n";
   src << "  constexpr I kTile = (I)kT * kV * kE;\n";
   src << "  typedef fk_pack<" << st << ", kV> pack_t;\n";
+  if (hint != 0) src << "  const unsigned long long fk_pol = fk_policy<" << (hint == 2 ? "true" : "false") << ">();\n";
   if (plane) {
     // Block b takes tile t of plane p; the plane's coordinates (c[0] = 0)
     // and broadcast values once per block, then a flat tile at base.
@@ -492,7 +548,13 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
   src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";
   for (const auto& in : cand.inputs)
-    if (in.full()) src << "        r_" << in.name << "[e] = *reinterpret_cast<const pack_t*>(g_" << in.name << " + i0);\n";
+    if (in.full()) {
+      src << "        r_" << in.name << "[e] = ";
+      if (hint != 0)
+        src << "fk_ldg_hint<" << st << ", kV, " << (hint == 2 ? 1 : 2) << ">(g_" << in.name << " + i0, fk_pol);\n";
+      else
+        src << "*reinterpret_cast<const pack_t*>(g_" << in.name << " + i0);\n";
+    }
   src << "      }\n";
   src << "#pragma unroll\n      for (int e = 0; e < kE; ++e) {\n";
   src << "        const I i0 = base + ((I)e * kT + threadIdx.x) * kV;\n";

@@ -27,6 +27,11 @@ std::string print_cuda_expr(const Halide::Expr& e, std::string* statements, cons
 // floor division, and fk_pack<T, N>.
 const char* cuda_prelude();
 
+// Device helpers for loads that carry eviction policies (after the prelude):
+// fk_policy<keep>() and fk_ldg_hint<T, N, kL1>(p, policy), then `more`
+// (device code built on them), all inside one sm_80+ guard.
+std::string cuda_load_hint_helpers(const std::string& more = "");
+
 // Device functions that round f32 results to a storage dtype: one value
 // ("" for f32: no rounding), and a pair packed into one 32-bit word.
 const char* round_one_fn(DType dtype);

@@ -239,48 +239,13 @@ static __device__ __forceinline__ fk_stat fk_cluster_combine_pair(fk_stat v, flo
 #endif
 )cuda";
 
-// Eviction policies for row loads (hint=1 and 2, sm_80+): fk_keep for data
+// Row loads with eviction policies (hint=1 and 2, sm_80+): fk_keep for data
 // read again (weights, every row; a row a later pass re-reads), fk_stream
 // for a last read. The aligned vector load carries the L2 policy, and with
 // kL1 the matching L1 priority (1: evict_last, 2: evict_first; hint=2); the
-// scalar fallback carries neither.
-const char* kHintHelpers = R"cuda(
-#if __CUDA_ARCH__ >= 800
-template <bool kLast>
-static __device__ __forceinline__ unsigned long long fk_policy() {
-  unsigned long long p;
-  if (kLast) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-// N elements of T (4, 8 or 16 bytes) at an aligned address; L1 qualifier Q.
-#define FK_LDG_HINT(Q)                                                                           \
-  if constexpr (kBytes == 16)                                                                    \
-    asm("ld.global" Q ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"                       \
-        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p), "l"(policy));                 \
-  else if constexpr (kBytes == 8)                                                                \
-    asm("ld.global" Q ".L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"                               \
-        : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(policy));                                         \
-  else if constexpr (kBytes == 4)                                                                \
-    asm("ld.global" Q ".L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(p), "l"(policy));
-template <typename T, int N, int kL1 = 0>
-static __device__ __forceinline__ fk_pack<T, N> fk_ldg_hint(const T* p, unsigned long long policy) {
-  constexpr int kBytes = sizeof(T) * N;
-  fk_pack<T, N> d;
-  unsigned w[4];
-  if constexpr (kL1 == 1) {
-    FK_LDG_HINT(".L1::evict_last")
-  } else if constexpr (kL1 == 2) {
-    FK_LDG_HINT(".L1::evict_first")
-  } else {
-    FK_LDG_HINT("")
-  }
-  if constexpr (kBytes == 4 || kBytes == 8 || kBytes == 16) memcpy(&d, w, kBytes);
-  else d = *reinterpret_cast<const fk_pack<T, N>*>(p);
-  return d;
-}
-#undef FK_LDG_HINT
-template <typename T, int N, int kL1 = 0>
+// scalar fallback carries neither. fk_policy and fk_ldg_hint come from
+// cuda_load_hint_helpers().
+const char* kHintHelpers = R"cuda(template <typename T, int N, int kL1 = 0>
 static __device__ __forceinline__ fk_pack<T, N> fk_load_hint(const T* p, int col0, int cols, bool aligned,
                                                            unsigned long long policy) {
   if (aligned && col0 + N <= cols) return fk_ldg_hint<T, N, kL1>(p + col0, policy);
@@ -293,7 +258,6 @@ static __device__ __forceinline__ fk_pack<unsigned, N / 2> fk_load_words_hint(co
     return fk_ldg_hint<unsigned, N / 2, kL1>(reinterpret_cast<const unsigned*>(p + col0), policy);
   return fk_load_words<N>(p, col0, cols, false);
 }
-#endif
 )cuda";
 
 using Halide::Internal::Call;
@@ -543,7 +507,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   src << cuda_prelude() << kRowHelpers;
   if (persist > 0) src << kAsyncCopyHelpers;
   if (!pairs.empty()) src << kPairHelpers;
-  if (hint != 0) src << kHintHelpers;
+  if (hint != 0) src << cuda_load_hint_helpers(kHintHelpers);
 
   // fk_body<k> and fk_point share one argument list: every input's value at
   // the column, every reduction, every parameter.

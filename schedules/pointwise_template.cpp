@@ -27,6 +27,8 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
     if (traits.plane_inputs > 0) s.add("plane", {0, 1}, 0);
     // Added after the first records, which let ptxas choose registers.
     s.add("occ", {0, 1}, 0);
+    // Added after the first records, which loaded without policies.
+    s.add("hint", {0, 1, 2}, 0);
   }
   const bool planes = traits.plane_inputs > 0 && backend == Backend::kNvrtc;
   s.require(backend == Backend::kNvrtc
@@ -34,8 +36,15 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
                   "along it"
                 : "plane=1 with the Halide backend (NVRTC only)",
             [planes](const Config& c) { return c.get_or("plane", 0) == 0 || planes; });
-  if (backend == Backend::kHalide)
+  if (backend == Backend::kHalide) {
     s.require("occ=1 with the Halide backend (NVRTC only)", [](const Config& c) { return c.get_or("occ", 0) == 0; });
+    s.require("hint=1 or 2 with the Halide backend (NVRTC only)",
+              [](const Config& c) { return c.get_or("hint", 0) == 0; });
+  }
+  // Eviction policies on loads (createpolicy, ld .L2::cache_hint): sm_80+.
+  const bool policies = arch.arch.number() >= 80;
+  s.require("hint=1 or 2 (eviction policies) needs sm_80 or later",
+            [policies](const Config& c) { return c.get_or("hint", 0) == 0 || policies; });
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
             [max_block](const Config& c) { return c.get("threads") <= max_block; });

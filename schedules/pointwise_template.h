@@ -19,6 +19,10 @@
 //   occ      1: __launch_bounds__ asks for as many     0, 1 (nvrtc only)
 //            blocks per SM as fill it, so ptxas caps
 //            registers at what full occupancy allows
+//   hint     loads of every full input carry eviction  0, 1, 2 (nvrtc, sm_80+)
+//            policies in L1 and L2: 1 evict_first (a
+//            stream read once), 2 evict_last (as
+//            Inductor's row reads); 0 plain loads
 #pragma once
 
 #include <Halide.h>

@@ -165,6 +165,50 @@ TEST(CudaCPrinter, FullOccupancyCapsRegistersPerArch) {
             "");
 }
 
+// hint=1 and 2: every full input's vector loads carry an L2 eviction policy
+// and the matching L1 priority (1 evict_first, 2 evict_last); broadcast
+// inputs keep plain loads; the kernels compile where the space offers them.
+TEST(CudaCPrinter, LoadHintsOnFullInputs) {
+  const auto& bn = find_pattern("bn_relu");
+  const Pipeline p = instantiate(bn, DType::kBF16);
+  const std::string base = "threads=128 vec=8 ept=2 grid=0 fast=1 occ=1";
+  const std::string plain = print_pointwise_kernel(bn, p, Config::parse(base), "k").source;
+  EXPECT_EQ(plain.find("fk_ldg_hint"), std::string::npos);
+  EXPECT_EQ(plain.find("createpolicy"), std::string::npos);
+  const std::string keep = print_pointwise_kernel(bn, p, Config::parse(base + " hint=2"), "k").source;
+  EXPECT_NE(keep.find("const unsigned long long fk_pol = fk_policy<true>();"), std::string::npos) << keep;
+  EXPECT_NE(keep.find("r_x[e] = fk_ldg_hint<unsigned short, kV, 1>(g_x + i0, fk_pol);"), std::string::npos) << keep;
+  EXPECT_NE(keep.find("const unsigned short b_scale = g_scale[c[1]];"), std::string::npos) << keep;
+  const std::string stream = print_pointwise_kernel(bn, p, Config::parse(base + " hint=1"), "k").source;
+  EXPECT_NE(stream.find("fk_policy<false>()"), std::string::npos) << stream;
+  EXPECT_NE(stream.find("r_x[e] = fk_ldg_hint<unsigned short, kV, 2>(g_x + i0, fk_pol);"), std::string::npos)
+      << stream;
+  // Every full input of a two-input op, f32 and one element per access too.
+  const auto& ra = find_pattern("relu_add");
+  const std::string two =
+      print_pointwise_kernel(ra, instantiate(ra, DType::kF32), Config::parse("threads=256 vec=1 ept=2 grid=2 hint=2"), "k")
+          .source;
+  EXPECT_NE(two.find("r_x[e] = fk_ldg_hint<float, kV, 1>(g_x + i0, fk_pol);"), std::string::npos) << two;
+  EXPECT_NE(two.find("r_y[e] = fk_ldg_hint<float, kV, 1>(g_y + i0, fk_pol);"), std::string::npos) << two;
+  for (const std::string& src : {keep, stream, two})
+    for (const char* name : {"sm_80", "sm_90"}) {
+      const NvrtcResult r = compile_cuda_to_cubin(src, "k", require_arch(name).arch, true);
+      EXPECT_TRUE(r.ok) << name << ": " << r.log;
+    }
+  const ArchLimits& sm90 = require_arch("sm_90");
+  EXPECT_EQ(PointwiseTemplate::space(sm90, Backend::kNvrtc, 2).violation(Config::parse(base + " hint=2")), "");
+  EXPECT_NE(PointwiseTemplate::space(require_arch("sm_75"), Backend::kNvrtc, 2).violation(Config::parse(base + " hint=2")),
+            "");
+  EXPECT_NE(PointwiseTemplate::space(sm90, Backend::kHalide, 2).violation(Config::parse("threads=128 vec=8 ept=1 hint=1")),
+            "");
+  try {
+    print_pointwise_kernel(bn, p, Config::parse(base + " hint=3"), "k");
+    ADD_FAILURE() << "hint=3 printed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("hint=3"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudaCPrinter, ParametersBecomeFloatArguments) {
   FusionCandidate c = parse_expression("param alpha = 0.25\nout = where(x > 0, x, alpha * x)");
   Pipeline p = instantiate(c, DType::kF32);

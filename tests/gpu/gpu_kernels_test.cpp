@@ -97,6 +97,24 @@ TEST_F(GpuKernels, FullOccupancyKernelsMatchTheReference) {
     }
 }
 
+// Loads with eviction policies (hint=1 and 2) on every pointwise op: full
+// vectors, one element per access (the plain path for 16-bit elements), the
+// grid-stride loop, plane tiles.
+TEST_F(GpuKernels, LoadHintKernelsMatchTheReference) {
+  if (arch().arch.number() < 80) GTEST_SKIP() << "eviction policies need sm_80";
+  for (const auto& c : catalog())
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      if (c.reduces()) continue;
+      const std::string wide = std::to_string(16 / static_cast<int>(dtype_bytes(dt)));
+      std::vector<std::string> configs = {"threads=128 vec=" + wide + " ept=1 grid=0 fast=1 occ=1 hint=2",
+                                          "threads=128 vec=" + wide + " ept=2 grid=0 fast=1 hint=1",
+                                          "threads=256 vec=1 ept=2 grid=2 fast=0 hint=2",
+                                          "threads=64 vec=2 ept=4 grid=0 fast=1 hint=1"};
+      if (c.name == "bn_relu") configs.push_back("threads=128 vec=" + wide + " ept=2 grid=0 fast=1 plane=1 hint=2");
+      verify(c, dt, Backend::kNvrtc, configs);
+    }
+}
+
 // Tiles of one plane (bn_relu, plane=1): planes that do not start on a
 // vector (333 = H*W), that do (1000) but end in a partial tile, and whole
 // tiles; the grid-stride form too.
