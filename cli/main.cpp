@@ -3,7 +3,8 @@
 //
 //   fusekit list
 //   fusekit tune --arch sm_90 [--pattern NAME ...|--expr TEXT] [--dtype f32,bf16]
-//                [--sizes 4096,65536] [--db FILE] [--budget N] [--specialize N] [--backend nvrtc,halide] [--model]
+//                [--sizes 4096,65536] [--db FILE] [--budget N] [--specialize N] [--hint-twins N]
+//                [--backend nvrtc,halide] [--model]
 //   fusekit db show|export|import --db FILE [JSONL]
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
 //   fusekit verify --package DIR [--max-elements N]   (FUSEKIT_PTX_ONLY=1: the PTX variants)
@@ -180,6 +181,9 @@ int cmd_tune(const po::variables_map& vm) {
   options.backends = backends;
   options.budget = static_cast<size_t>(budget);
   options.specialize = static_cast<size_t>(specialize);
+  const int hint_twins = vm["hint-twins"].as<int>();
+  if (hint_twins < 0) throw UserError("--hint-twins " + std::to_string(hint_twins) + " must be 0 (off) or more");
+  options.hint_twins = static_cast<size_t>(hint_twins);
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
 
@@ -453,6 +457,9 @@ int run(int argc, char** argv) {
        "row reductions on a GPU: build each timed row length's N fastest schedules, its N fastest whose "
        "cached row fits it exactly, and of its 4N fastest N others that fit more warps per SM so built, again for "
        "that length (len=L) and time them too; 0: generic schedules only")
+      ("hint-twins", po::value<int>()->default_value(3),
+       "pointwise ops on a GPU: time each size's N fastest NVRTC schedules without load hints again with "
+       "hint=2 (evict_last loads; sm_80+); 0: off")
       ("backend", po::value<std::vector<std::string>>()->multitoken()->default_value({"nvrtc,halide"}, "nvrtc,halide"),
        "backends to search")
       ("model", "rank with the analytic model even if a GPU of the arch is present")

@@ -8,12 +8,17 @@ length in their bucket, as `fusekit db import` gives them). Records pooled from 
 what `fusekit build` would take from their union, e.g. to carry them to a GPU
 machine.
 
-  scripts/winners_jsonl.py OUT.jsonl IN.jsonl... [--exclude FILE_PART PARAM]
+  scripts/winners_jsonl.py OUT.jsonl IN.jsonl... [--exclude FILE_PART PARAM] [--supersede FILE_PART]
 
 Any of the files may be .jsonl.gz (gzip).
 
 --exclude drops the records of input files whose name contains FILE_PART and
 whose params contain the token PARAM (e.g. `--exclude d66b27f onepass=1`).
+
+--supersede keeps, for each (pipeline, dtype, shape bucket, arch) that input
+files whose name contains FILE_PART have records of, only theirs: a retune
+replaces what earlier runs measured there (e.g. records timed before a
+measurement fix), and every other key keeps its records from all files.
 """
 import argparse
 import gzip
@@ -80,6 +85,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("inputs", nargs="+")
     ap.add_argument("--exclude", nargs=2, action="append", default=[], metavar=("FILE_PART", "PARAM"))
+    ap.add_argument("--supersede", action="append", default=[], metavar="FILE_PART")
     a = ap.parse_args()
     pools, generic_pools = {}, {}
     read, seen = 0, set()
@@ -102,9 +108,21 @@ def main():
                 seen.add(r["id"])
                 upgrade(r)
                 key = (r["pipeline_hash"], r["dtype"], r["shape_bucket"], r["arch"])
+                r["_new"] = any(part in path for part in a.supersede)
                 pools.setdefault(key, []).append(r)
                 if not any(t.startswith("len=") for t in tokens):
                     generic_pools.setdefault(key, []).append(r)
+    superseded = 0
+    for p in (pools, generic_pools):
+        for key, records in p.items():
+            if any(r["_new"] for r in records):
+                kept_new = [r for r in records if r["_new"]]
+                if p is pools:
+                    superseded += len(records) - len(kept_new)
+                p[key] = kept_new
+    for records in pools.values():
+        for r in records:
+            r.pop("_new", None)
     kept = {}
     for key, records in pools.items():
         best = pick(records)
@@ -115,7 +133,7 @@ def main():
     with open_text(a.out, "w") as f:
         for r in kept.values():
             f.write(json.dumps(r) + "\n")
-    print(f"{len(kept)} of {read} records kept ({len(pools)} keys) in {a.out}")
+    print(f"{len(kept)} of {read} records kept ({len(pools)} keys; {superseded} superseded) in {a.out}")
 
 
 if __name__ == "__main__":
