@@ -458,8 +458,8 @@ int run(int argc, char** argv) {
        "cached row fits it exactly, and of its 4N fastest N others that fit more warps per SM so built, again for "
        "that length (len=L) and time them too; 0: generic schedules only")
       ("hint-twins", po::value<int>()->default_value(3),
-       "pointwise ops on a GPU: time each size's N fastest NVRTC schedules without cache hints again with "
-       "hint=2 (evict_last loads; sm_80+), cs=1 (streaming stores) and both; 0: off")
+       "pointwise ops on a GPU: time each size's N fastest NVRTC schedules without load hints again with "
+       "hint=2 (evict_last loads; sm_80+); 0: off")
       ("backend", po::value<std::vector<std::string>>()->multitoken()->default_value({"nvrtc,halide"}, "nvrtc,halide"),
        "backends to search")
       ("model", "rank with the analytic model even if a GPU of the arch is present")

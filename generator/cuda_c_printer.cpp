@@ -285,27 +285,6 @@ static __device__ __forceinline__ fk_pack<T, N> fk_ldg_hint(const T* p, unsigned
 #undef FK_LDG_HINT
 )cuda";
 
-// fk_stcs: st.global.cs of one aligned 2-, 4-, 8- or 16-byte value.
-const char* kStreamingStore = R"cuda(
-template <typename T> static __device__ __forceinline__ void fk_stcs(T* p, const T& v) {
-  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "fk_stcs: 2 to 16 bytes");
-  if constexpr (sizeof(T) == 2) {
-    unsigned short w; memcpy(&w, &v, 2);
-    asm volatile("st.global.cs.u16 [%0], %1;" :: "l"(p), "h"(w) : "memory");
-  } else if constexpr (sizeof(T) == 4) {
-    unsigned w; memcpy(&w, &v, 4);
-    asm volatile("st.global.cs.u32 [%0], %1;" :: "l"(p), "r"(w) : "memory");
-  } else if constexpr (sizeof(T) == 8) {
-    unsigned w[2]; memcpy(w, &v, 8);
-    asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" :: "l"(p), "r"(w[0]), "r"(w[1]) : "memory");
-  } else {
-    unsigned w[4]; memcpy(w, &v, 16);
-    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
-                 : "memory");
-  }
-}
-)cuda";
-
 // FK_MIN_BLOCKS(T): blocks of T threads that fill an SM of the arch being
 // compiled (resident threads, capped by resident blocks), from the arch
 // table; an arch not in it gets the smallest SM of the table. occ=1 passes
@@ -335,7 +314,6 @@ std::string print_cuda_expr(const Expr& e, std::string* statements, const std::s
 }
 
 const char* cuda_prelude() { return kPrelude; }
-const char* cuda_streaming_store_helper() { return kStreamingStore; }
 std::string cuda_load_hint_helpers(const std::string& more) {
   return std::string("\n#if __CUDA_ARCH__ >= 800\n") + kLoadHintBody + more + "#endif\n";
 }
@@ -346,22 +324,17 @@ const char* round_one_fn(DType dtype) {
 const char* round_pair_fn(DType dtype) { return dtype == DType::kF16 ? "fk_f2h2" : "fk_f2bf2"; }
 
 std::string print_rounded_vector_store(DType dtype, int vec, const std::string& indent, const std::string& values,
-                                       const std::string& dst, const std::string& lane, bool streaming) {
+                                       const std::string& dst, const std::string& lane) {
   const std::string& l = lane;
-  // `*reinterpret_cast<T*>(dst) = v;`, or fk_stcs's streaming store.
-  auto put = [&](const std::string& type, const std::string& v) {
-    return streaming ? "fk_stcs(reinterpret_cast<" + type + "*>(" + dst + "), " + v + ");"
-                     : "*reinterpret_cast<" + type + "*>(" + dst + ") = " + v + ";";
-  };
   if (dtype == DType::kF32)
     return indent + "{ pack_t q;\n#pragma unroll\n" + indent + "  for (int " + l + " = 0; " + l + " < kV; ++" + l +
-           ") q.v[" + l + "] = " + values + "[" + l + "];\n" + indent + "  " + put("pack_t", "q") + " }\n";
-  if (vec == 1)
-    return indent + (streaming ? "fk_stcs(" + dst + ", " : "*(" + dst + ") = ") + round_one_fn(dtype) + "(" + values +
-           "[0])" + (streaming ? ");\n" : ";\n");
+           ") q.v[" + l + "] = " + values + "[" + l + "];\n" + indent + "  *reinterpret_cast<pack_t*>(" + dst +
+           ") = q; }\n";
+  if (vec == 1) return indent + "*(" + dst + ") = " + round_one_fn(dtype) + "(" + values + "[0]);\n";
   return indent + "{ fk_pack<unsigned, kV / 2> q;\n#pragma unroll\n" + indent + "  for (int " + l + " = 0; " + l +
          " < kV / 2; ++" + l + ") q.v[" + l + "] = " + round_pair_fn(dtype) + "(" + values + "[2 * " + l + "], " +
-         values + "[2 * " + l + " + 1]);\n" + indent + "  " + put("fk_pack<unsigned, kV / 2>", "q") + " }\n";
+         values + "[2 * " + l + " + 1]);\n" + indent + "  *reinterpret_cast<fk_pack<unsigned, kV / 2>*>(" + dst +
+         ") = q; }\n";
 }
 
 PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline& pipe, const Config& config,
@@ -401,15 +374,10 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     throw UserError("schedule '" + config.to_string() + "' has hint=" + std::to_string(hint) +
                     ": use 0 (plain loads), 1 (evict_first) or 2 (evict_last)");
 
-  // cs=1: the outputs' vector stores are st.global.cs (streaming: evicted
-  // first), so written lines give way before the inputs' lines.
-  const bool cs = config.get_or("cs", 0) == 1;
-
   std::ostringstream src;
   src << kPrelude;
   if (occ) src << min_blocks_macro();
   if (hint != 0) src << cuda_load_hint_helpers();
-  if (cs) src << kStreamingStore;
 
   // fk_point: the candidate's math for one element, straight from its Exprs.
   src << "static __device__ __forceinline__ void fk_point(";
@@ -525,10 +493,8 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   auto store_vector = [&](size_t o, const std::string& indent) {
     const std::string n = std::to_string(o), dst = "g_o" + n + " + i0";
     // f32 results were computed into the pack itself (w_p): no copy.
-    if (pipe.dtype == DType::kF32)
-      return indent + (cs ? "fk_stcs(reinterpret_cast<pack_t*>(" + dst + "), w_p" + n + ");\n"
-                          : "*reinterpret_cast<pack_t*>(" + dst + ") = w_p" + n + ";\n");
-    return print_rounded_vector_store(pipe.dtype, vec, indent, "w_o" + n, dst, "j", cs);
+    if (pipe.dtype == DType::kF32) return indent + "*reinterpret_cast<pack_t*>(" + dst + ") = w_p" + n + ";\n";
+    return print_rounded_vector_store(pipe.dtype, vec, indent, "w_o" + n, dst, "j");
   };
   // mode: 0 scalar tail, 1 vector lane with per-lane broadcast loads,
   // 2 vector lane whose broadcast values were loaded once per vector.

@@ -29,7 +29,6 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
     s.add("occ", {0, 1}, 0);
     // Added after the first records, which loaded without policies.
     s.add("hint", {0, 1, 2}, 0);
-    s.add("cs", {0, 1}, 0);
   }
   const bool planes = traits.plane_inputs > 0 && backend == Backend::kNvrtc;
   s.require(backend == Backend::kNvrtc
@@ -41,7 +40,6 @@ ParamSpace PointwiseTemplate::space(const ArchLimits& arch, Backend backend, int
     s.require("occ=1 with the Halide backend (NVRTC only)", [](const Config& c) { return c.get_or("occ", 0) == 0; });
     s.require("hint=1 or 2 with the Halide backend (NVRTC only)",
               [](const Config& c) { return c.get_or("hint", 0) == 0; });
-    s.require("cs=1 with the Halide backend (NVRTC only)", [](const Config& c) { return c.get_or("cs", 0) == 0; });
   }
   // Eviction policies on loads (createpolicy, ld .L2::cache_hint): sm_80+.
   const bool policies = arch.arch.number() >= 80;

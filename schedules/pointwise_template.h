@@ -23,8 +23,6 @@
 //            policies in L1 and L2: 1 evict_first (a
 //            stream read once), 2 evict_last (as
 //            Inductor's row reads); 0 plain loads
-//   cs       1: the outputs' vector stores are          0, 1 (nvrtc only)
-//            st.global.cs (streaming, evicted first)
 #pragma once
 
 #include <Halide.h>

@@ -315,11 +315,10 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
         options.progress(line.str());
       }
     }
-    // Cache-hint twins (pointwise, NVRTC, GPU only): the search samples
-    // hint and cs as two more parameters, but what they do depends on the
-    // rest of the schedule, so each problem's fastest schedules with neither
-    // are timed with evict_last loads (hint=2), streaming stores (cs=1) and
-    // both. bn_relu bf16 1x64x1048576 on the H200 (gap probe
+    // Load-hint twins (pointwise, NVRTC, GPU only): the search samples hint
+    // as one more parameter, but what it does depends on the rest of the
+    // schedule, so each problem's fastest schedules without it are timed
+    // with it too. bn_relu bf16 1x64x1048576 on the H200 (gap probe
     // 881a7d3-bn-hint): 66.78 us for 128 threads of one vector with occ=1 and
     // hint=2, 67.31 without the hint, Inductor's cubin 67.20.
     if (task.kind == TemplateKind::kPointwise && backend == Backend::kNvrtc && dev.measured && options.hint_twins > 0) {
@@ -328,24 +327,21 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
         std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
         size_t taken = 0;
         for (size_t k = 0; k < t.size() && taken < options.hint_twins; ++k) {
-          if (t[k].config.get_or("hint", 0) != 0 || t[k].config.get_or("cs", 0) != 0) continue;
+          if (t[k].config.get_or("hint", 0) != 0) continue;
           ++taken;
-          for (const auto& [hint, cs] : {std::pair<int64_t, int64_t>{2, 0}, {0, 1}, {2, 1}}) {
-            Config twin = t[k].config;
-            twin.set("hint", hint);
-            twin.set("cs", cs);
-            auto same = [&](const auto& o) { return o.config == twin; };
-            if (space.legal(twin) && std::none_of(t.begin(), t.end(), same) &&
-                std::none_of(hinted.begin(), hinted.end(), same))
-              hinted.push_back({backend, twin});
-          }
+          Config twin = t[k].config;
+          twin.set("hint", 2);
+          auto same = [&](const auto& o) { return o.config == twin; };
+          if (space.legal(twin) && std::none_of(t.begin(), t.end(), same) &&
+              std::none_of(hinted.begin(), hinted.end(), same))
+            hinted.push_back({backend, twin});
         }
       }
       if (!hinted.empty()) {
         run_batch(backend, hinted, task.builder->build(hinted), verify_problem, nullptr);
         if (options.progress)
           options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " nvrtc: " + std::to_string(hinted.size()) +
-                           " twins of the fastest schedules with hint=2, cs=1 or both");
+                           " of the fastest schedules also with hint=2");
       }
     }
     // Row-length specialization: each timed row length's fastest generic

@@ -106,9 +106,8 @@ struct TunerOptions {
   // load hints also with Inductor's (hint=2, where legal); 0 turns it off.
   size_t specialize = 2;
   // Pointwise ops on a GPU: each timed problem's `hint_twins` fastest NVRTC
-  // schedules without cache hints are measured again with hint=2 (evict_last
-  // loads), cs=1 (streaming stores) and both, where the space has them, once
-  // the search is done; 0 turns it off.
+  // schedules without load hints are measured again with hint=2 (evict_last
+  // loads, where the space has it) once the search is done; 0 turns it off.
   size_t hint_twins = 3;
   uint64_t seed = 1;
   MeasureOptions measure;

@@ -133,7 +133,7 @@ TEST_F(Cli, SourcePrintsTheKernelOrRejectsAnIllegalSchedule) {
   CliRun unknown = fusekit("source --pattern relu_add --arch sm_90 --params 'threads=128 vec=4 ept=1 grid=0 fast=0 tpb=3'");
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.out.find("--params names 'tpb', which nvrtc schedules of relu_add do not have; known: threads vec "
-                             "ept grid fast occ hint cs"),
+                             "ept grid fast occ hint"),
             std::string::npos)
       << unknown.out;
   CliRun len = fusekit("source --pattern layernorm --arch sm_90 --params 'cache=4 fast=0 rows=1 threads=256 vec=4 len=1024'");

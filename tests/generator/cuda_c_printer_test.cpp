@@ -201,25 +201,6 @@ TEST(CudaCPrinter, LoadHintsOnFullInputs) {
             "");
   EXPECT_NE(PointwiseTemplate::space(sm90, Backend::kHalide, 2).violation(Config::parse("threads=128 vec=8 ept=1 hint=1")),
             "");
-  // cs=1: the vector stores stream (the scalar tail stays plain), 16-bit
-  // single elements too.
-  const std::string streamed = print_pointwise_kernel(bn, p, Config::parse(base + " cs=1"), "k").source;
-  EXPECT_NE(streamed.find("fk_stcs(reinterpret_cast<fk_pack<unsigned, kV / 2>*>(g_o0 + i0), q);"), std::string::npos)
-      << streamed;
-  EXPECT_EQ(plain.find("fk_stcs"), std::string::npos);
-  const std::string one =
-      print_pointwise_kernel(bn, p, Config::parse("threads=128 vec=1 ept=2 grid=0 fast=1 cs=1 hint=2"), "k").source;
-  EXPECT_NE(one.find("fk_stcs(g_o0 + i0, fk_f2bf(w_o0[0]));"), std::string::npos) << one;
-  const std::string f32 =
-      print_pointwise_kernel(ra, instantiate(ra, DType::kF32), Config::parse("threads=128 vec=4 ept=1 grid=0 cs=1"), "k")
-          .source;
-  EXPECT_NE(f32.find("fk_stcs(reinterpret_cast<pack_t*>(g_o0 + i0), w_p0);"), std::string::npos) << f32;
-  for (const std::string& src : {streamed, one, f32}) {
-    const NvrtcResult r = compile_cuda_to_cubin(src, "k", sm90.arch, true);
-    EXPECT_TRUE(r.ok) << r.log;
-  }
-  EXPECT_NE(PointwiseTemplate::space(sm90, Backend::kHalide, 2).violation(Config::parse("threads=128 vec=8 ept=1 cs=1")),
-            "");
   try {
     print_pointwise_kernel(bn, p, Config::parse(base + " hint=3"), "k");
     ADD_FAILURE() << "hint=3 printed";

@@ -97,9 +97,9 @@ TEST_F(GpuKernels, FullOccupancyKernelsMatchTheReference) {
     }
 }
 
-// Loads with eviction policies (hint=1 and 2) and streaming stores (cs=1) on
-// every pointwise op: full vectors, one element per access (the plain load
-// path for 16-bit elements), the grid-stride loop, plane tiles.
+// Loads with eviction policies (hint=1 and 2) on every pointwise op: full
+// vectors, one element per access (the plain path for 16-bit elements), the
+// grid-stride loop, plane tiles.
 TEST_F(GpuKernels, LoadHintKernelsMatchTheReference) {
   if (arch().arch.number() < 80) GTEST_SKIP() << "eviction policies need sm_80";
   for (const auto& c : catalog())
@@ -108,10 +108,9 @@ TEST_F(GpuKernels, LoadHintKernelsMatchTheReference) {
       const std::string wide = std::to_string(16 / static_cast<int>(dtype_bytes(dt)));
       std::vector<std::string> configs = {"threads=128 vec=" + wide + " ept=1 grid=0 fast=1 occ=1 hint=2",
                                           "threads=128 vec=" + wide + " ept=2 grid=0 fast=1 hint=1",
-                                          "threads=256 vec=1 ept=2 grid=2 fast=0 hint=2 cs=1",
-                                          "threads=64 vec=2 ept=4 grid=0 fast=1 hint=1 cs=1",
-                                          "threads=256 vec=" + wide + " ept=1 grid=0 fast=1 cs=1"};
-      if (c.name == "bn_relu") configs.push_back("threads=128 vec=" + wide + " ept=2 grid=0 fast=1 plane=1 hint=2 cs=1");
+                                          "threads=256 vec=1 ept=2 grid=2 fast=0 hint=2",
+                                          "threads=64 vec=2 ept=4 grid=0 fast=1 hint=1"};
+      if (c.name == "bn_relu") configs.push_back("threads=128 vec=" + wide + " ept=2 grid=0 fast=1 plane=1 hint=2");
       verify(c, dt, Backend::kNvrtc, configs);
     }
 }
