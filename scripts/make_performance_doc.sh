@@ -28,6 +28,9 @@ pooled+=(--rows-run 66ed6e3+ "$h-740c4f2-halide-rows-records.jsonl.gz" -)  # Hal
 pooled+=(--rows-run 66ed6e3+ "$h-d25d308-hint2-rows-records.jsonl.gz" -)  # no copies of its own
 pooled+=(--rows-run 66ed6e3+ "$h-5e29efa-minb-rows-records.jsonl.gz" -)  # cut at 300 s: 3 of 14 ops
 pooled+=(--rows-run 66ed6e3+ "$h-abbeed6-rows-records.jsonl.gz" "$h-abbeed6-rows-copy.jsonl")
+# Timed with the L2 eviction priorities reset between candidates (5f673fd on).
+pooled+=(--rows-run 66ed6e3+ "$h-5f673fd-rmsbf16-rows-records.jsonl.gz" "$h-5f673fd-rmsbf16-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-881a7d3-norms-rows-records.jsonl.gz" "$h-881a7d3-norms-rows-copy.jsonl")
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl.gz" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl.gz" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -48,8 +51,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl.gz" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json,$h-5e29efa-minb-gpu_test.json,$h-abbeed6-rows-gpu_test.json,$h-764bae3-tests-gpu_test.json,$h-2253671-rmsbf16-rows-gpu_test.json,$h-5f673fd-rmsbf16-rows-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt,$h-550a299-hint-pointwise-memcheck.txt,$h-4beebcd-occ-pointwise-memcheck.txt,$h-5e29efa-minb-rows-memcheck.txt,$h-abbeed6-rows-memcheck.txt,$h-764bae3-tests-memcheck.txt,$h-764bae3-rmsbf16-rows-memcheck.txt,$h-2253671-rmsbf16-rows-memcheck.txt,$h-5f673fd-rmsbf16-rows-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json,$h-5e29efa-minb-gpu_test.json,$h-abbeed6-rows-gpu_test.json,$h-764bae3-tests-gpu_test.json,$h-2253671-rmsbf16-rows-gpu_test.json,$h-5f673fd-rmsbf16-rows-gpu_test.json,$h-083d4bd-tests-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt,$h-550a299-hint-pointwise-memcheck.txt,$h-4beebcd-occ-pointwise-memcheck.txt,$h-5e29efa-minb-rows-memcheck.txt,$h-abbeed6-rows-memcheck.txt,$h-764bae3-tests-memcheck.txt,$h-764bae3-rmsbf16-rows-memcheck.txt,$h-2253671-rmsbf16-rows-memcheck.txt,$h-5f673fd-rmsbf16-rows-memcheck.txt,$h-881a7d3-norms-rows-memcheck.txt,$h-a396dab-pointwise-hint-memcheck.txt,$h-083d4bd-smta-cs-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -187,19 +190,22 @@ RECORDS=bench/results/2026-12-01-h200-5bb3e4c-peers-winners.jsonl.gz SKIP_VERIFY
 # = fusekit build --arch sm_90 from those records; python3 bench/profile_kernels.py calls (host time per call over
 #   2000 back-to-back calls, CUDA events); ncu --clock-control none --nvtx --nvtx-include fk/ ...
 #   (profile_kernels.py ncu); merge" \
-  --peers "1b33fb0" "$h-1b33fb0-peers-peers.json" --plots img \
+  --peers "3df6580" "$h-3df6580-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "export H=bench/results/2026-12-01-h200
-# The package: the records of the previous full-suite call abbeed6 (those of the call before it, 5bb3e4c, with
-# the row tune abbeed6-rows added, picked as fusekit build does: 178 records; the chain of winners_jsonl.py steps
-# back to 2f45bcf is in this section as of commit c19baec), built here (no GPU needed; 87 s on 2 cores):
-build/cli/fusekit db import --db /tmp/pkgdb.db \$H-abbeed6-peers-winners.jsonl.gz
+# The package: the records of the previous full-suite call abbeed6 (178, picked as fusekit build does), with the
+# fixed-measurer retunes 881a7d3-norms-rows (rmsnorm, layernorm at 4096x16384) and a396dab-pointwise-hint (every
+# pointwise op at 64 M elements, with load hints) superseding theirs, built here (no GPU needed; 76 s on 2 cores):
+python3 scripts/winners_jsonl.py \$H-a396dab-package-winners.jsonl.gz \$H-abbeed6-peers-winners.jsonl.gz \\
+  \$H-881a7d3-norms-rows-records.jsonl.gz \$H-a396dab-pointwise-hint-records.jsonl.gz \\
+  --supersede 881a7d3-norms-rows --supersede a396dab-pointwise-hint
+build/cli/fusekit db import --db /tmp/pkgdb.db \$H-a396dab-package-winners.jsonl.gz
 build/cli/fusekit build --arch sm_90 --db /tmp/pkgdb.db --out .pkg --runtime-lib build/runtime/libfusekit_runtime.a \\
   --runtime-include runtime/include --cuda-include /usr/local/cuda/include
-# One device call, carrying .pkg/lib/libfusekit_kernels.so (the tree and .device/ no longer fit one call together):
-PACKAGE=.pkg PEERS_TIMEOUT=560 bash scripts/gpu_peers_session.sh     # call 1b33fb0, the whole suite, 292 s
+# One device call, carrying .pkg/lib/libfusekit_kernels.so (after the bn_relu probe of the notes below):
+OUT=\$OUT/peers PACKAGE=.pkg PEERS_TIMEOUT=430 bash scripts/gpu_peers_session.sh   # call 3df6580, the whole suite, 309 s
 # = python3 bench/peers.py --package .pkg --package-ready /tmp/pkg.ready --out peers.json: compiles torch.compile's
 #   252 graphs in 8 processes, then times every op in 5 interleaved rounds, a 300 us spin kernel queued before
-#   each timed call (--spacer-us, the default since 083e3b7). The kernels are those of the abbeed6 package (no
-#   printer or runtime change since), whose fusekit verify --package took 164 checks, 0 failed, and memcheck
-#   122 checks, 0 errors, in call abbeed6."
+#   each timed call (--spacer-us), at least two input sets rotated at every size (new in 3df6580). The package's
+#   kernels were verified against the CPU reference when tuned (odd shapes), its new winners under memcheck
+#   (881a7d3: 4 checks, a396dab: 42 checks, 0 errors), and 126 of 126 outputs matched eager in this call."

@@ -5,8 +5,8 @@
 // that a drift of the machine's speed over the batch falls on all of them
 // alike instead of on whichever ran during it.
 //
-// Inputs are rotated over several copies when one set would fit in L2, so
-// small sizes are timed from DRAM like large ones. Every candidate of a
+// Inputs are rotated over several copies (at least two; more when a set
+// would fit in L2), so small sizes are timed from DRAM like large ones. Every candidate of a
 // problem reads the same buffers, so on sm_80+ each block of launches starts
 // with the L2 eviction priority of those buffers set back to normal: a
 // kernel with L2::evict_last loads leaves lines that outlast a later
@@ -257,9 +257,12 @@ class GpuMeasurer final : public Measurer {
     for (const auto& t : p.inputs) { p.input_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
     for (const auto& t : p.reference) { p.output_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
     p.set_bytes = off;
-    // Enough copies that consecutive launches never find their inputs in L2.
+    // Enough copies that consecutive launches never find their inputs in L2,
+    // and at least two: lines a launch reads at evict_last outlast other
+    // traffic, so the next launch on the same copy could find some of them
+    // (peers.py rotates two sets as well).
     const double want = 2.5 * info_.l2_bytes;
-    p.sets = static_cast<int>(std::min(4096.0, std::max(1.0, std::ceil(want / static_cast<double>(off)))));
+    p.sets = static_cast<int>(std::min(4096.0, std::max(2.0, std::ceil(want / static_cast<double>(off)))));
     check(drv_->cuMemAlloc(&p.base, p.set_bytes * p.sets), "cuMemAlloc (problem buffers)");
     for (size_t i = 0; i < p.inputs.size(); ++i)
       check(drv_->cuMemcpyHtoD(p.base + p.input_offsets[i], p.inputs[i].bytes.data(), p.inputs[i].bytes.size()),
