@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runtime issue's GPU steps in one call, plus the 64 M rows re-timed next
 # to copies of the same byte counts. Expects .device/ from
-# scripts/prepare_device.sh and the tuning records of a whole-catalog run
+# scripts/prepare_device.sh (its debs-bench/ too, for dispatch_bench) and the tuning records of a whole-catalog run
 # (gpu_session.sh's export) in $RECORDS (JSONL files, space-separated). Writes at most 8 files under $OUT.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"

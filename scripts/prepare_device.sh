@@ -13,7 +13,13 @@ mkdir -p "$root/.device/lib"
 strip --strip-debug -o "$root/.device/lib/libfusekit_runtime.a" "$root/$build/runtime/libfusekit_runtime.a"
 cd "$root/.device/debs"
 for p in libhalide14-0 libllvm14 libz3-4 libboost-program-options1.74.0 libicu72 libxxhash0 \
-  libffi8 libedit2 libxml2 libtinfo6 libbsd0 libmd0 libbenchmark1debian; do
+  libffi8 libedit2 libxml2 libtinfo6 libbsd0 libmd0; do
   ls "${p}"_*.deb >/dev/null 2>&1 || apt-get download "$p"
 done
+# Only dispatch_bench needs Google Benchmark: a folder of its own, so that a
+# call that does not run it can leave it out of `carry` (64 MiB in all).
+mkdir -p "$root/.device/debs-bench"
+mv libbenchmark1debian_*.deb "$root/.device/debs-bench/" 2>/dev/null || true
+cd "$root/.device/debs-bench"
+ls libbenchmark1debian_*.deb >/dev/null 2>&1 || apt-get download libbenchmark1debian
 du -sh "$root/.device"
