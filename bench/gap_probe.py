@@ -291,9 +291,8 @@ def main():
                     todo[key] = lambda c=call, w=outs_of: c(w())
         # Each kernel into peers.py's outputs.
         on_outs = {label: (lambda c=call: c((ins, outs))) for label, call in kernels.items()}
-        batched = {"%s -> outs, %d per event pair" % (label, per_pair): fn for label, fn in on_outs.items()}
-        batched.update({"%s -> 2 sets in turn, %d per event pair" % (label, per_pair): (lambda c=call: c(alternating()))
-                        for label, call in kernels.items()})
+        batched = {"%s -> %s, %d per event pair" % (label, where, per_pair): (lambda c=call, w=placements[where]: c(w()))
+                   for where in ("outs", "2 sets in turn") for label, call in kernels.items()}
         batched = {k: f for k, f in batched.items() if k not in done}
         # Each fusekit kernel after 3 calls of each other one, and of the
         # copy, on the same tensors (the tuner times every candidate of a

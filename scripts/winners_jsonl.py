@@ -88,7 +88,7 @@ def main():
     ap.add_argument("--supersede", action="append", default=[], metavar="FILE_PART")
     a = ap.parse_args()
     pools, generic_pools = {}, {}
-    read, seen = 0, set()
+    read, seen, superseding = 0, set(), set()
     for path in a.inputs:
         with open_text(path) as f:
             for n, line in enumerate(f, 1):
@@ -108,21 +108,19 @@ def main():
                 seen.add(r["id"])
                 upgrade(r)
                 key = (r["pipeline_hash"], r["dtype"], r["shape_bucket"], r["arch"])
-                r["_new"] = any(part in path for part in a.supersede)
+                if any(part in path for part in a.supersede):
+                    superseding.add(r["id"])
                 pools.setdefault(key, []).append(r)
                 if not any(t.startswith("len=") for t in tokens):
                     generic_pools.setdefault(key, []).append(r)
     superseded = 0
     for p in (pools, generic_pools):
         for key, records in p.items():
-            if any(r["_new"] for r in records):
-                kept_new = [r for r in records if r["_new"]]
+            kept_new = [r for r in records if r["id"] in superseding]
+            if kept_new:
                 if p is pools:
                     superseded += len(records) - len(kept_new)
                 p[key] = kept_new
-    for records in pools.values():
-        for r in records:
-            r.pop("_new", None)
     kept = {}
     for key, records in pools.items():
         best = pick(records)
