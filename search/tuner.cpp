@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "fusekit/shape_bucket.h"
@@ -17,6 +18,16 @@ int resident_warps(const ArchLimits& arch, const KernelArtifact& a) {
   if (a.registers <= 0) return 0;
   return resident_warps_per_sm(arch, a.block[0] * a.block[1] * a.block[2], a.registers,
                                a.shared_bytes + a.static_shared_bytes);
+}
+
+// `c` with Inductor's load hints (hint=2), if it has none and the space
+// allows them (NVRTC on sm_80+).
+std::optional<Config> hint2_twin(const Config& c, const ParamSpace& space) {
+  if (c.get_or("hint", 0) != 0) return std::nullopt;
+  Config twin = c;
+  twin.set("hint", 2);
+  if (!space.legal(twin)) return std::nullopt;
+  return twin;
 }
 
 }  // namespace
@@ -329,12 +340,10 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
         for (size_t k = 0; k < t.size() && taken < options.hint_twins; ++k) {
           if (t[k].config.get_or("hint", 0) != 0) continue;
           ++taken;
-          Config twin = t[k].config;
-          twin.set("hint", 2);
-          auto same = [&](const auto& o) { return o.config == twin; };
-          if (space.legal(twin) && std::none_of(t.begin(), t.end(), same) &&
-              std::none_of(hinted.begin(), hinted.end(), same))
-            hinted.push_back({backend, twin});
+          const std::optional<Config> twin = hint2_twin(t[k].config, space);
+          auto same = [&](const auto& o) { return o.config == *twin; };
+          if (twin && std::none_of(t.begin(), t.end(), same) && std::none_of(hinted.begin(), hinted.end(), same))
+            hinted.push_back({backend, *twin});
         }
       }
       if (!hinted.empty()) {
@@ -403,12 +412,11 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       // generic hint=2 parent ranked below the generic hint=0 one and no
       // hint=2 kernel was built for the length.
       for (size_t i = 0, n = backend == Backend::kNvrtc ? picked.size() : 0; i < n; ++i) {
-        if (picked[i].config.get_or("hint", 0) != 0 || picked[i].config.get_or("minb", 0) != 0) continue;
-        Config hinted = picked[i].config;
-        hinted.set("hint", 2);
-        if (space.legal(hinted) &&
-            std::none_of(picked.begin(), picked.end(), [&](const Candidate& c) { return c.config == hinted; }))
-          picked.push_back({backend, hinted});
+        if (picked[i].config.get_or("minb", 0) != 0) continue;
+        const std::optional<Config> hinted = hint2_twin(picked[i].config, space);
+        if (hinted &&
+            std::none_of(picked.begin(), picked.end(), [&](const Candidate& c) { return c.config == *hinted; }))
+          picked.push_back({backend, *hinted});
       }
       build_new(picked);
       std::vector<Candidate>& list = twins[cols];
