@@ -31,6 +31,9 @@ pooled+=(--rows-run 66ed6e3+ "$h-abbeed6-rows-records.jsonl.gz" "$h-abbeed6-rows
 # Timed with the L2 eviction priorities reset between candidates (5f673fd on).
 pooled+=(--rows-run 66ed6e3+ "$h-5f673fd-rmsbf16-rows-records.jsonl.gz" "$h-5f673fd-rmsbf16-rows-copy.jsonl")
 pooled+=(--rows-run 66ed6e3+ "$h-881a7d3-norms-rows-records.jsonl.gz" "$h-881a7d3-norms-rows-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-df6396f-rows-65536-records.jsonl.gz" "$h-df6396f-rows-65536-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-df6396f-rows-16384-records.jsonl.gz" "$h-df6396f-rows-16384-copy.jsonl")
+pooled+=(--rows-run 66ed6e3+ "$h-b0d82bd-aln-budget96-records.jsonl.gz" "$h-b0d82bd-aln-budget96-copy.jsonl")
 "$py" scripts/performance_report.py "$r-summary.json" docs/performance.md \
   --run a11723e "$r-a11723e-records.jsonl.gz" "$r-a11723e-copy.jsonl" \
   --run a2a0ff6-64m "$r-a2a0ff6-64m-records.jsonl.gz" "$r-a2a0ff6-64m-copy.jsonl" \
@@ -51,8 +54,8 @@ scripts/prepare_device.sh build && RECORDS=bench/results/2026-11-30-h200-a11723e
   --rows-run bb06126+4817c18 "$r-4817c18-rows-records.jsonl.gz" "$r-4817c18-rows-copy.jsonl" \
   "${pooled[@]}" \
   --rows-exclude d66b27f onepass=1 --rows-exclude b01c854 onepass=1 \
-  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json,$h-5e29efa-minb-gpu_test.json,$h-abbeed6-rows-gpu_test.json,$h-764bae3-tests-gpu_test.json,$h-2253671-rmsbf16-rows-gpu_test.json,$h-5f673fd-rmsbf16-rows-gpu_test.json,$h-083d4bd-tests-gpu_test.json,$h-ea6f012-twosets-gpu_test.json" \
-  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt,$h-550a299-hint-pointwise-memcheck.txt,$h-4beebcd-occ-pointwise-memcheck.txt,$h-5e29efa-minb-rows-memcheck.txt,$h-abbeed6-rows-memcheck.txt,$h-764bae3-tests-memcheck.txt,$h-764bae3-rmsbf16-rows-memcheck.txt,$h-2253671-rmsbf16-rows-memcheck.txt,$h-5f673fd-rmsbf16-rows-memcheck.txt,$h-881a7d3-norms-rows-memcheck.txt,$h-a396dab-pointwise-hint-memcheck.txt,$h-083d4bd-smta-cs-memcheck.txt" \
+  --rows-gpu-test "$r-bb06126-rows-gpu_test.json,$r-55b0be7-rows-gpu_test.json,$r-66ed6e3-rows-gpu_test.json,$r-d48ac76-rows-gpu_test.json,$r-3b98f01-rows-gpu_test.json,$r-f1af08a-rows-gpu_test.json,$r-927c29e-rows-gpu_test.json,$r-d66b27f-norms-rows-gpu_test.json,$r-b01c854-rows-gpu_test.json,$r-c596d18-rows-gpu_test.json,$r-746953c-rows-gpu_test.json,$r-4bb7884-a-rows-gpu_test.json,$r-2f45bcf-rows-gpu_test.json,$r-963bca3-rows-gpu_test.json,$r-da426bc-65k-rows-gpu_test.json,$h-fd4659c-halide-rows-gpu_test.json,$h-740c4f2-halide-rows-gpu_test.json,$h-c541c46-gpu-tests-gpu_test.json,$h-d25d308-hint2-rows-gpu_test.json,$h-2e72e96-review-gpu_test.json,$h-550a299-hint-pointwise-gpu_test.json,$h-4beebcd-occ-pointwise-gpu_test.json,$h-5e29efa-minb-gpu_test.json,$h-abbeed6-rows-gpu_test.json,$h-764bae3-tests-gpu_test.json,$h-2253671-rmsbf16-rows-gpu_test.json,$h-5f673fd-rmsbf16-rows-gpu_test.json,$h-083d4bd-tests-gpu_test.json,$h-ea6f012-twosets-gpu_test.json,$h-b0d82bd-aln-budget96-gpu_test.json" \
+  --rows-memcheck "$r-bb06126-rows-memcheck.txt,$r-4817c18-rows-memcheck.txt,$r-55b0be7-rows-memcheck.txt,$r-66ed6e3-rows-memcheck.txt,$r-d48ac76-rows-memcheck.txt,$r-3b98f01-rows-memcheck.txt,$r-f1af08a-rows-memcheck.txt,$r-927c29e-rows-memcheck.txt,$r-d66b27f-norms-rows-memcheck.txt,$r-d66b27f-softmax-rows-memcheck.txt,$r-b01c854-rows-memcheck.txt,$r-c596d18-rows-memcheck.txt,$r-746953c-rows-memcheck.txt,$r-4bb7884-a-rows-memcheck.txt,$r-4bb7884-b-rows-memcheck.txt,$r-610cf2d-rows-memcheck.txt,$r-610cf2d-1k-rows-memcheck.txt,$r-2f45bcf-rows-memcheck.txt,$r-731a221-65k-rows-memcheck.txt,$r-ee61f7b-65k-rows-memcheck.txt,$r-da426bc-65k-rows-memcheck.txt,$r-1795516-65k-rows-memcheck.txt,$h-aadf380-halide-rows-memcheck.txt,$h-8a4d7bb-65k-rows-memcheck.txt,$h-d25d308-hint2-rows-memcheck.txt,$h-550a299-hint-pointwise-memcheck.txt,$h-4beebcd-occ-pointwise-memcheck.txt,$h-5e29efa-minb-rows-memcheck.txt,$h-abbeed6-rows-memcheck.txt,$h-764bae3-tests-memcheck.txt,$h-764bae3-rmsbf16-rows-memcheck.txt,$h-2253671-rmsbf16-rows-memcheck.txt,$h-5f673fd-rmsbf16-rows-memcheck.txt,$h-881a7d3-norms-rows-memcheck.txt,$h-a396dab-pointwise-hint-memcheck.txt,$h-083d4bd-smta-cs-memcheck.txt,$h-df6396f-rows-65536-memcheck.txt,$h-df6396f-rows-16384-memcheck.txt,$h-b0d82bd-aln-budget96-memcheck.txt" \
   --rows-notes docs/performance_rows_notes.md \
   --rows-command "scripts/prepare_device.sh build && TEST_TIMEOUT=120 TUNE_TIMEOUT=330 MEMCHECK_TIMEOUT=100 BUDGET=16 \\
   bash scripts/gpu_reduction_session.sh                                           # run bb06126, 6 min 11 s
@@ -158,6 +161,13 @@ OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_sof
       # memcheck 3 checks, 0 errors. The same command at abbeed6 (TUNE_TIMEOUT=340 TEST_TIMEOUT=200
       # MEMCHECK_TIMEOUT=45): abbeed6-rows, 7 min 11 s, GPU tests 11 of 11, every op tuned (287 s), batches timed
       # in 5 interleaved rounds; memcheck of the winners 20 checks, 0 errors
+OPS=softmax,log_softmax,bias_add_softmax,add_layernorm,add_rmsnorm,layernorm,rmsnorm DTYPES=f32,bf16 SIZES=1024x65536 \\
+  BUDGET=24 BACKENDS=nvrtc SPECIALIZE=3 SKIP_TESTS=1 TUNE_TIMEOUT=370 MEMCHECK_TIMEOUT=40 \\
+  bash scripts/gpu_reduction_session.sh     # df6396f-rows-65536, 344 s, the L2 reset and two input copies
+      # (5f673fd, ea6f012); memcheck 14 checks, 0 errors. The same with the norms left out at SIZES=4096x16384
+      # (TUNE_TIMEOUT=330): df6396f-rows-16384, 249 s, memcheck 13 checks, 0 errors. Then add_layernorm f32 alone
+      # at 1024x65536 with BUDGET=96 TUNE_TIMEOUT=200 and the GPU tests first: b0d82bd-aln-budget96, 234 s,
+      # GPU tests 12 of 12, memcheck 1 check, 0 errors (commands in docs/performance_peers_notes.md)
 # d48ac76: rows staged in shared memory (smem=1); a seed-spelling bug left its register seeds unmeasured, so
 # 3b98f01 (the fix) tuned every shape again; f1af08a: re-reading passes with unroll=2/4; 927c29e: persistent
 # blocks (persist=1/2); d66b27f: one combine per pair of reductions on cached rows (onepass) and weights
@@ -182,30 +192,29 @@ OPS=softmax,log_softmax,layernorm,rmsnorm,add_layernorm,add_rmsnorm,bias_add_sof
   --package-run fc2b3b4 "$r-fc2b3b4-package" "before selections were reused per call" \
   --package-run ffff4b3 "$r-ffff4b3-package" "selections reused per call; a noisy machine" \
   --package-run 261f2b1 "$r-261f2b1-package" "and no string built per selection" \
-  --profile "$h-6a874bb-profile-profile.json" \
-  --profile-command "# the package of the earlier full-suite peers call 5bb3e4c (not the abbeed6 package below, whose row kernels
-# differ for softmax, log_softmax and bias_add_softmax bf16 and add_rmsnorm bf16 at 4096x16384), built again and
-# profiled in a call of its own (89 s):
-RECORDS=bench/results/2026-12-01-h200-5bb3e4c-peers-winners.jsonl.gz SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=150 bash scripts/gpu_profile_session.sh
+  --profile "$h-b0d82bd-profile-profile.json" \
+  --profile-command "# the package of the peers call b0d82bd below (the same records), built again on the GPU machine and
+# profiled in a call of its own (80 s):
+RECORDS=bench/results/2026-12-01-h200-b0d82bd-package-winners.jsonl.gz SKIP_VERIFY=1 CALLS_TIMEOUT=90 NCU_TIMEOUT=120 bash scripts/gpu_profile_session.sh
 # = fusekit build --arch sm_90 from those records; python3 bench/profile_kernels.py calls (host time per call over
 #   2000 back-to-back calls, CUDA events); ncu --clock-control none --nvtx --nvtx-include fk/ ...
 #   (profile_kernels.py ncu); merge" \
-  --peers "3df6580" "$h-3df6580-peers-peers.json" --plots img \
+  --peers "b0d82bd" "$h-b0d82bd-peers-peers.json" --plots img \
   --peers-notes docs/performance_peers_notes.md \
   --peers-command "export H=bench/results/2026-12-01-h200
-# The package: the records of the previous full-suite call abbeed6 (178, picked as fusekit build does), with the
-# fixed-measurer retunes 881a7d3-norms-rows (rmsnorm, layernorm at 4096x16384) and a396dab-pointwise-hint (every
-# pointwise op at 64 M elements, with load hints) superseding theirs, built here (no GPU needed; 76 s on 2 cores):
-python3 scripts/winners_jsonl.py \$H-a396dab-package-winners.jsonl.gz \$H-abbeed6-peers-winners.jsonl.gz \\
-  \$H-881a7d3-norms-rows-records.jsonl.gz \$H-a396dab-pointwise-hint-records.jsonl.gz \\
-  --supersede 881a7d3-norms-rows --supersede a396dab-pointwise-hint
-build/cli/fusekit db import --db /tmp/pkgdb.db \$H-a396dab-package-winners.jsonl.gz
+# The package: the records of the previous full-suite call 3df6580 (178), with the fixed-measurer retunes
+# df6396f-rows-65536 (every row op at 1024x65536) and df6396f-rows-16384 (softmax, log_softmax, bias_add_softmax,
+# add_layernorm, add_rmsnorm at 4096x16384) superseding theirs, built here (no GPU needed; 61 s):
+python3 scripts/winners_jsonl.py \$H-b0d82bd-package-winners.jsonl.gz \$H-a396dab-package-winners.jsonl.gz \\
+  \$H-df6396f-rows-65536-records.jsonl.gz \$H-df6396f-rows-16384-records.jsonl.gz --supersede df6396f-rows
+build/cli/fusekit db import --db /tmp/pkgdb.db \$H-b0d82bd-package-winners.jsonl.gz
 build/cli/fusekit build --arch sm_90 --db /tmp/pkgdb.db --out .pkg --runtime-lib build/runtime/libfusekit_runtime.a \\
   --runtime-include runtime/include --cuda-include /usr/local/cuda/include
-# One device call, carrying .pkg/lib/libfusekit_kernels.so (after the bn_relu probe of the notes below):
-OUT=\$OUT/peers PACKAGE=.pkg PEERS_TIMEOUT=430 bash scripts/gpu_peers_session.sh   # call 3df6580, the whole suite, 309 s
+# One device call, carrying .pkg/lib/libfusekit_kernels.so:
+OUT=\$OUT PACKAGE=.pkg PEERS_TIMEOUT=450 bash scripts/gpu_peers_session.sh   # call b0d82bd, the whole suite, 296 s
 # = python3 bench/peers.py --package .pkg --package-ready /tmp/pkg.ready --out peers.json: compiles torch.compile's
 #   252 graphs in 8 processes, then times every op in 5 interleaved rounds, a 300 us spin kernel queued before
-#   each timed call (--spacer-us), at least two input sets rotated at every size (new in 3df6580). The package's
-#   kernels were verified against the CPU reference when tuned (odd shapes), its new winners under memcheck
-#   (881a7d3: 4 checks, a396dab: 42 checks, 0 errors), and 126 of 126 outputs matched eager in this call."
+#   each timed call (--spacer-us), at least two input sets rotated at every size. The package's kernels were
+#   verified against the CPU reference when tuned (odd shapes), the retunes' winners under memcheck
+#   (df6396f-rows-65536: 14 checks, df6396f-rows-16384: 13 checks, 0 errors), and 126 of 126 outputs matched
+#   eager in this call."
