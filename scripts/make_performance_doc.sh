@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/performance.md (and docs/img/peers-*.png) from the committed
-# results of the H200 runs of 2026-11-30. Needs python3-matplotlib for the plots.
+# results of the H200 runs of 2026-11-30 and 2026-12-01. Needs python3-matplotlib for the plots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 r=bench/results/2026-11-30-h200
