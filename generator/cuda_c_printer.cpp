@@ -318,6 +318,14 @@ std::string cuda_load_hint_helpers(const std::string& more) {
   return std::string("\n#if __CUDA_ARCH__ >= 800\n") + kLoadHintBody + more + "#endif\n";
 }
 
+int load_hint(const Config& config) {
+  const int64_t hint = config.get_or("hint", 0);
+  if (hint < 0 || hint > 2)
+    throw UserError("schedule '" + config.to_string() + "' has hint=" + std::to_string(hint) +
+                    ": use 0 (plain loads), 1 (evict_first) or 2 (evict_last)");
+  return static_cast<int>(hint);
+}
+
 const char* round_one_fn(DType dtype) {
   return dtype == DType::kF32 ? "" : dtype == DType::kF16 ? "fk_f2h" : "fk_f2bf";
 }
@@ -369,10 +377,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   // read-once stream), 2 keeps them (evict_last in L1 and L2, as Inductor's
   // and the row kernels' hint=2 read a row read once). Broadcast inputs
   // keep plain loads.
-  const int64_t hint = config.get_or("hint", 0);
-  if (hint < 0 || hint > 2)
-    throw UserError("schedule '" + config.to_string() + "' has hint=" + std::to_string(hint) +
-                    ": use 0 (plain loads), 1 (evict_first) or 2 (evict_last)");
+  const int hint = load_hint(config);
 
   std::ostringstream src;
   src << kPrelude;

@@ -32,6 +32,10 @@ const char* cuda_prelude();
 // (device code built on them), all inside one sm_80+ guard.
 std::string cuda_load_hint_helpers(const std::string& more = "");
 
+// A schedule's `hint` (0 plain loads, 1 evict_first, 2 evict_last; absent
+// reads as 0); UserError naming the schedule for any other value.
+int load_hint(const Config& config);
+
 // Device functions that round f32 results to a storage dtype: one value
 // ("" for f32: no rounding), and a pair packed into one 32-bit word.
 const char* round_one_fn(DType dtype);

@@ -471,7 +471,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // than the same kernel without hints (hand copies, bench/gap_probe.py run
   // 7c678bc-gap; 1.5 % in the tune d25d308-hint2-rows), where hint=1's
   // fk_stream had made it 4-6 % slower.
-  const int hint = static_cast<int>(config.get_or("hint", 0));
+  const int hint = load_hint(config);
   // minb=B: registers capped so that B blocks fit on an SM.
   const int min_blocks = static_cast<int>(config.get_or("minb", 0));
   if (min_blocks > 0 && persist > 0)

@@ -459,6 +459,13 @@ TEST(RowReductionPrinter, MinBlocksCapTheRegisters) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("set minb=0"), std::string::npos) << e.what();
   }
+  // A load hint outside 0-2 is refused, as by the pointwise printer (load_hint).
+  try {
+    print_row_reduction_kernel(c, p, Config::parse("cache=4 fast=1 hint=3 keep=0 rows=1 threads=512 vec=8"), "k");
+    ADD_FAILURE() << "hint=3 printed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("hint=3"), std::string::npos) << e.what();
+  }
 }
 
 // A Halide vector schedule runs on rows of a multiple of its vector only:
