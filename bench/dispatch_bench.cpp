@@ -19,7 +19,7 @@
 #include "fusekit/cuda_driver.h"
 #include "fusekit/package.h"
 #include "generator/candidate_workload.h"
-#include "generator/catalog.h"
+#include "generator/candidates/catalog.h"
 #include "tests/runtime/fake_driver.h"
 
 namespace fusekit {

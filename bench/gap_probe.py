@@ -89,7 +89,7 @@ def div_magic(d):
 def pointwise_launch(v, shape, names, sm_count):
     """Blocks and the shape arguments (n, then per axis but the outermost
     its extent and divmagic pair when an input broadcasts) of a pointwise
-    kernel printed by fusekit (generator/cuda_c_printer.cpp)."""
+    kernel printed by fusekit (generator/nvrtc/pointwise_printer.cpp)."""
     n = math.prod(shape)
     inner = shape[::-1]  # innermost first, as the kernel's d0, d1, ...
     sizes = [n]

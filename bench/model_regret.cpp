@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "generator/model_regret.h"
+#include "bench/model_regret_lib.h"
 
 namespace {
 

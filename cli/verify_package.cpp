@@ -25,7 +25,7 @@
 #include "fusekit/cuda_driver.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
-#include "generator/catalog.h"
+#include "generator/candidates/catalog.h"
 #include "schedules/row_reduction_template.h"
 #include "search/workload.h"
 

@@ -9,11 +9,13 @@
 
 #include "common/errors.h"
 #include "common/shape_text.h"
-#include "generator/cuda_c_printer.h"
-#include "generator/halide_backend.h"
-#include "generator/isolated_build.h"
-#include "generator/nvrtc_compiler.h"
-#include "generator/row_reduction_printer.h"
+#include "generator/nvrtc/pointwise_printer.h"
+#include "generator/halide/halide_backend.h"
+#include "generator/build/isolated_build.h"
+#include "generator/nvrtc/nvrtc_compiler.h"
+#include "generator/candidates/op_traits.h"
+#include "generator/nvrtc/kernel_printer.h"
+#include "generator/nvrtc/row_printer.h"
 
 namespace fusekit {
 namespace {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 #include "search/interfaces.h"
 
 namespace fusekit {

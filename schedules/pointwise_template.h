@@ -37,7 +37,7 @@ namespace fusekit {
 
 // What an op offers a schedule beyond its inputs. Row reductions: weights
 // (inputs indexed by the column alone) and pairs of reductions one combine
-// can finish (generator/row_reduction_printer.h: find_reduction_pairs).
+// can finish (generator/candidates/op_traits.h: find_reduction_pairs).
 // Pointwise: inputs broadcast along every axis but the innermost (bn_relu's
 // per-channel scale and shift), when no input is broadcast along the
 // innermost: then a block can take a tile of one innermost plane and load

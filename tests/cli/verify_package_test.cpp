@@ -3,7 +3,7 @@
 
 #include "cli/verify_package.h"
 #include "fusekit/shape_bucket.h"
-#include "generator/catalog.h"
+#include "generator/candidates/catalog.h"
 
 namespace fusekit {
 namespace {

@@ -1,4 +1,4 @@
-#include "generator/artifact_json.h"
+#include "generator/build/artifact_json.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 
 #include <gtest/gtest.h>
 

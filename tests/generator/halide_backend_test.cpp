@@ -1,4 +1,4 @@
-#include "generator/halide_backend.h"
+#include "generator/halide/halide_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -6,9 +6,9 @@
 #include <cstdlib>
 
 #include "common/errors.h"
-#include "generator/catalog.h"
-#include "generator/expr_parser.h"
-#include "generator/isolated_build.h"
+#include "generator/candidates/catalog.h"
+#include "generator/candidates/expr_parser.h"
+#include "generator/build/isolated_build.h"
 #include "fusekit/kernel_launch.h"
 
 namespace fusekit {

@@ -1,10 +1,10 @@
 // NVRTC compiles every catalog kernel for the archs we ship, with no GPU.
 #include <gtest/gtest.h>
 
-#include "generator/catalog.h"
-#include "generator/cuda_c_printer.h"
-#include "generator/expr_parser.h"
-#include "generator/nvrtc_compiler.h"
+#include "generator/candidates/catalog.h"
+#include "generator/nvrtc/pointwise_printer.h"
+#include "generator/candidates/expr_parser.h"
+#include "generator/nvrtc/nvrtc_compiler.h"
 
 namespace fusekit {
 namespace {

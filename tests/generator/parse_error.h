@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 
 namespace fusekit {
 

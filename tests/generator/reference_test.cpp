@@ -7,8 +7,8 @@
 
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
-#include "generator/catalog.h"
-#include "generator/expr_parser.h"
+#include "generator/candidates/catalog.h"
+#include "generator/candidates/expr_parser.h"
 
 namespace fusekit {
 namespace {

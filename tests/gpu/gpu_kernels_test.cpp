@@ -7,9 +7,11 @@
 
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
-#include "generator/catalog.h"
-#include "generator/expr_parser.h"
-#include "generator/row_reduction_printer.h"
+#include "generator/candidates/catalog.h"
+#include "generator/candidates/expr_parser.h"
+#include "generator/candidates/op_traits.h"
+#include "generator/nvrtc/kernel_printer.h"
+#include "generator/nvrtc/row_printer.h"
 #include "fusekit/kernel_launch.h"
 
 namespace fusekit {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "generator/model_regret.h"
+#include "bench/model_regret_lib.h"
 
 namespace fusekit {
 namespace {

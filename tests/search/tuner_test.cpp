@@ -12,7 +12,7 @@
 
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
-#include "generator/catalog.h"
+#include "generator/candidates/catalog.h"
 #include "schedules/row_reduction_template.h"
 
 namespace fusekit {

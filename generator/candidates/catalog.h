@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 
 namespace fusekit {
 

@@ -1,4 +1,4 @@
-#include "generator/model_regret.h"
+#include "bench/model_regret_lib.h"
 
 #include <algorithm>
 #include <memory>
@@ -7,7 +7,7 @@
 #include "common/shape_text.h"
 #include "fusekit/arch.h"
 #include "generator/candidate_workload.h"
-#include "generator/catalog.h"
+#include "generator/candidates/catalog.h"
 #include "schedules/arch_limits.h"
 #include "search/interfaces.h"
 #include "tunedb/tune_db.h"

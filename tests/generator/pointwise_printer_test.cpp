@@ -1,14 +1,16 @@
-#include "generator/cuda_c_printer.h"
+#include "generator/nvrtc/pointwise_printer.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "common/errors.h"
-#include "generator/catalog.h"
-#include "generator/expr_parser.h"
-#include "generator/nvrtc_compiler.h"
-#include "generator/row_reduction_printer.h"
+#include "generator/candidates/catalog.h"
+#include "generator/candidates/expr_parser.h"
+#include "generator/nvrtc/nvrtc_compiler.h"
+#include "generator/candidates/op_traits.h"
+#include "generator/nvrtc/kernel_printer.h"
+#include "generator/nvrtc/row_printer.h"
 #include "schedules/arch_limits.h"
 
 namespace fusekit {

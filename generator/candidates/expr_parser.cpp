@@ -1,6 +1,6 @@
 // Recursive-descent parser from text to an AST, then a FusionCandidate whose
 // algorithm turns the AST into Halide Exprs.
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <xxhash.h>
 
 #include "common/errors.h"
-#include "generator/math_ops.h"
+#include "generator/candidates/math_ops.h"
 
 namespace fusekit {
 namespace {

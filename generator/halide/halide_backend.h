@@ -17,7 +17,7 @@
 #include <string>
 
 #include "fusekit/kernel_artifact.h"
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 #include "schedules/arch_limits.h"
 #include "schedules/param_space.h"
 

@@ -1,4 +1,4 @@
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 
 #include <xxhash.h>
 

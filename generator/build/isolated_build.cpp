@@ -1,4 +1,4 @@
-#include "generator/isolated_build.h"
+#include "generator/build/isolated_build.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "common/errors.h"
-#include "generator/artifact_json.h"
+#include "generator/build/artifact_json.h"
 
 namespace fusekit {
 namespace {

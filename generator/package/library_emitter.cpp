@@ -3,7 +3,7 @@
 //   write_table        images and launch descriptions as a C table
 //   write_api          typed C entry points, generic call, explain
 //   write_header/manifest/cmake_config, compile_package
-#include "generator/library_emitter.h"
+#include "generator/package/library_emitter.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,9 +19,11 @@
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
-#include "generator/cuda_c_printer.h"
-#include "generator/nvrtc_compiler.h"
-#include "generator/row_reduction_printer.h"
+#include "generator/nvrtc/pointwise_printer.h"
+#include "generator/nvrtc/nvrtc_compiler.h"
+#include "generator/candidates/op_traits.h"
+#include "generator/nvrtc/kernel_printer.h"
+#include "generator/nvrtc/row_printer.h"
 
 namespace fusekit {
 namespace {

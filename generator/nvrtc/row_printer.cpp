@@ -2,7 +2,7 @@
 // the pipeline's own Exprs: each RowReduction's body becomes fk_body<k>(),
 // the outputs fk_point(); calls to reductions print as the row's reduced
 // values red<k>. See schedules/row_reduction_template.h for the schedule.
-#include "generator/row_reduction_printer.h"
+#include "generator/nvrtc/row_printer.h"
 
 #include <algorithm>
 #include <functional>
@@ -11,7 +11,8 @@
 #include <sstream>
 
 #include "common/errors.h"
-#include "generator/cuda_c_printer.h"
+#include "generator/candidates/op_traits.h"
+#include "generator/nvrtc/cuda_expr.h"
 #include "schedules/row_reduction_template.h"
 
 namespace fusekit {
@@ -351,58 +352,8 @@ bool worth_keeping(Expr e) {
 }
 
 // True when `e` calls reduction `r`'s value.
-bool calls_reduction(const Expr& e, const RowReduction& r) {
-  const auto* c = e.as<Call>();
-  return c && c->call_type == Call::Halide && Halide::Internal::Function(c->func).name() == r.func.name();
-}
 
 }  // namespace
-
-std::vector<ReductionPair> find_reduction_pairs(const Pipeline& pipe) {
-  using Halide::Internal::graph_equal;
-  std::vector<ReductionPair> pairs;
-  const auto& reds = pipe.reductions;
-  for (size_t i = 0; i + 1 < reds.size(); ++i) {
-    const RowReduction &first = reds[i], &second = reds[i + 1];
-    // Funcs' definitions may bind `d` in a Let (`let k0 = v - mean in k0 * k0`).
-    const Expr body = Halide::Internal::substitute_in_all_lets(second.body.value());
-    // `d = v - mean(v)`, then the mean or sum of d * d.
-    if (first.kind == Reduction::kMean && second.kind != Reduction::kMax) {
-      const auto* m = body.as<Halide::Internal::Mul>();
-      const auto* d = m ? m->a.as<Halide::Internal::Sub>() : nullptr;
-      if (d && graph_equal(m->a, m->b) && calls_reduction(d->b, first) && graph_equal(d->a, first.body.value())) {
-        pairs.push_back({i, ReductionPair::Kind::kMeanVar});
-        ++i;
-        continue;
-      }
-    }
-    // `m = max(v)`, then sum(exp(v - m)).
-    if (first.kind == Reduction::kMax && second.kind == Reduction::kSum) {
-      const auto* e = body.as<Call>();
-      const auto* d = e && e->name == "exp_f32" && e->args.size() == 1 ? e->args[0].as<Halide::Internal::Sub>() : nullptr;
-      if (d && calls_reduction(d->b, first) && graph_equal(d->a, first.body.value())) {
-        pairs.push_back({i, ReductionPair::Kind::kMaxSumExp});
-        ++i;
-      }
-    }
-  }
-  return pairs;
-}
-
-OpTraits op_traits(const FusionCandidate& candidate, DType dtype) {
-  OpTraits t;
-  if (!candidate.reduces()) {
-    for (const auto& in : candidate.inputs) {
-      if (in.full()) continue;
-      if (std::find(in.axes.begin(), in.axes.end(), 0) != in.axes.end()) return OpTraits{};
-      ++t.plane_inputs;
-    }
-    return t;
-  }
-  for (const auto& in : candidate.inputs) t.weight_inputs += in.axes == std::vector<int>{0};
-  t.reduction_pairs = static_cast<int>(find_reduction_pairs(instantiate(candidate, dtype)).size());
-  return t;
-}
 
 PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipeline& pipe, const Config& config,
                                          const std::string& entry) {
@@ -1087,12 +1038,6 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   launch.source = out.source;
   out.launch = launch;
   return out;
-}
-
-PrintedKernel print_nvrtc_kernel(const FusionCandidate& candidate, const Pipeline& pipeline, const Config& config,
-                                 const std::string& entry) {
-  return candidate.reduces() ? print_row_reduction_kernel(candidate, pipeline, config, entry)
-                             : print_pointwise_kernel(candidate, pipeline, config, entry);
 }
 
 }  // namespace fusekit

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "fusekit/arch.h"
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {

@@ -19,7 +19,7 @@
 
 #include <string>
 
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 
 namespace fusekit {
 

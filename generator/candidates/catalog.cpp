@@ -1,7 +1,7 @@
-#include "generator/catalog.h"
+#include "generator/candidates/catalog.h"
 
 #include "common/errors.h"
-#include "generator/math_ops.h"
+#include "generator/candidates/math_ops.h"
 
 namespace fusekit {
 namespace {

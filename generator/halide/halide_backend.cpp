@@ -3,7 +3,7 @@
 //                   records the PTX and each halide_cuda_run call
 //   ShapeTranslator host-side integer Exprs -> LaunchExpr over buffer shapes
 //   build_halide_kernel  schedule, lower, PTX, launch description
-#include "generator/halide_backend.h"
+#include "generator/halide/halide_backend.h"
 
 #include <algorithm>
 #include <map>

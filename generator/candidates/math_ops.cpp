@@ -1,4 +1,4 @@
-#include "generator/math_ops.h"
+#include "generator/candidates/math_ops.h"
 
 namespace fusekit {
 

@@ -1,4 +1,4 @@
-#include "generator/nvrtc_compiler.h"
+#include "generator/nvrtc/nvrtc_compiler.h"
 
 #include <nvrtc.h>
 

@@ -1,14 +1,14 @@
-// Prints CUDA C++ for a scheduled pointwise candidate from the pipeline's own
-// Halide Exprs (no second copy of any pattern's math). The output is
-// self-contained: no headers, f16/bf16 conversions are inline PTX or bit
-// operations, so NVRTC needs no include path.
+// CUDA C printing shared by both NVRTC printers (pointwise and rows): Halide
+// Exprs as CUDA C, the self-contained device prelude (no headers: f16/bf16
+// conversions are inline PTX or bit operations, so NVRTC needs no include
+// path), load-hint helpers, rounded stores, and the printed-kernel result.
 #pragma once
 
 #include <map>
 #include <string>
 
 #include "fusekit/kernel_artifact.h"
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 #include "schedules/param_space.h"
 
 namespace fusekit {
@@ -53,9 +53,5 @@ struct PrintedKernel {
   std::string source;
   KernelArtifact launch;  // entry, block, grid, params, alignment
 };
-
-// `config` follows PointwiseTemplate (threads, vec, ept, grid).
-PrintedKernel print_pointwise_kernel(const FusionCandidate& candidate, const Pipeline& pipeline,
-                                     const Config& config, const std::string& entry);
 
 }  // namespace fusekit
