@@ -73,14 +73,14 @@ std::vector<Config> PointwiseTemplate::seeds(Backend backend, int element_bytes)
       if (backend == Backend::kNvrtc) {
         c.set("grid", 0);
         for (int64_t fast : {0, 1}) {
-          // ept=4 with exact math never won a largest size (H200, d25d308).
+          // ept=4 with exact math never won a largest measured size.
           if (ept == 4 && fast == 0) continue;
           c.set("fast", fast);
           out.push_back(c);
         }
         // Registers capped for full occupancy, at the block sizes where
-        // ptxas otherwise leaves SMs short of threads (bn_relu bf16: 40
-        // registers, 12 of 16 blocks of 128; gap probe beb058d).
+        // ptxas otherwise leaves SMs short of threads (bn_relu bf16 at 128
+        // threads gets 12 of 16 blocks per SM uncapped).
         if (threads <= 256 && ept <= 2) {
           Config o = c;
           o.set("occ", 1);
@@ -95,9 +95,9 @@ std::vector<Config> PointwiseTemplate::seeds(Backend backend, int element_bytes)
         out.push_back(c);
       }
     }
-  // Inductor's pick for f32 sigmoid_mul_tanh_add on the H200: XBLOCK=512 on
-  // 8 warps, two elements (8 bytes) per thread; its cubin took 242.11 us
-  // against 242.24-243.57 for fusekit's kernels (gap probe 4beebcd-smta).
+  // Inductor's pick for f32 sigmoid_mul_tanh_add on the H200 (XBLOCK=512 on
+  // 8 warps, two elements per thread) is a seed, so the search always
+  // measures the peer's own shape.
   if (backend == Backend::kNvrtc && element_bytes == 4) {
     Config c;
     c.set("threads", 256);

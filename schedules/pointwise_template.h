@@ -64,7 +64,7 @@ class PointwiseTemplate {
   static std::string size_violation(const Config& config, Backend backend, int64_t elements);
   // Known-good starting points (16-byte accesses, 128-1024 threads, 1-4
   // vectors per thread, 128 and 256 threads of 1-2 vectors also with
-  // occ=1; the H200 winners of 2026-11-30 are among them or close); the
+  // occ=1; the measured winners are among them or close); the
   // search tries these before random ones.
   static std::vector<Config> seeds(Backend backend, int element_bytes);
   // Applies the GPU schedule to `output` (whose pure vars are `vars`,

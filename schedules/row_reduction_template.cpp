@@ -43,11 +43,9 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   // minb=B: ptxas keeps the registers to what B blocks per SM can hold
   // (__launch_bounds__'s second argument), trading spills for resident
   // warps. Not searched: the tuner sets it on the schedules it specializes,
-  // from their registers (TunerOptions::specialize). As an eighth free
-  // dimension it made the space 8 times larger to enumerate (a tune of one
-  // row op and dtype took about 80 s on the H200's host in run
-  // 5e29efa-minb-rows, 20 s without it in abbeed6-rows), for values that
-  // mostly spill.
+  // from their registers (TunerOptions::specialize), because as a free
+  // dimension it multiplies the space by 8 for values that mostly spill
+  // (docs/architecture.md, "Decisions and findings").
   s.add_unsearched("minb", {0, 2, 3, 4, 5, 6, 7, 8}, 0);
   const int max_block = arch.max_threads_per_block;
   s.require("threads per block above the arch limit of " + std::to_string(max_block),
@@ -171,25 +169,22 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   // (a cluster of 4) staged in shared memory, which leaves the registers
   // free for more resident warps; for 16-bit elements also a row of 16384
   // staged in two persistent blocks per SM that copy the next row ahead (the
-  // one persistent schedule that won a shape in run 927c29e: bf16 layernorm
-  // 4096x16384; as f32 its two buffers fit once per SM). Narrower elements keep the bytes each
+  // one persistent schedule that has won a measured shape; as f32 its two
+  // buffers fit once per SM). Narrower elements keep the bytes each
   // thread has in flight (a row op is latency-bound when they are few): a
   // 16-byte vector holds twice the bf16 elements, so half the threads cover
   // the same row; re-reading keeps every thread. No persistent seed for
   // rows of 65536: staged in persistent clusters of 4 (1024 f32 or 512 bf16
   // threads, one or two per SM; bf16 also 2 blocks of 1024 threads), their
-  // grid capped at the clusters the device holds, each op's fastest of them
-  // took 1.17-1.61x the time of its best schedule on the H200 (run
-  // 731a221-65k).
+  // grid capped at the clusters the device holds, lost clearly to the
+  // non-persistent ones wherever they were measured.
   // Rows of 65536 also split across clusters of 2 (in registers, 16 or 8
   // vectors per thread, bf16 also 4 in 1024 threads, or staged): a cluster
   // must fit in one GPC, and on the H200 only 30 clusters of 4 blocks that
   // fill an SM each are resident (120 of 132 SMs;
   // GpuKernels.PersistentClustersAreCountedByTheDriver), while pairs fill
-  // every SM. In registers, 1024 f32 threads won rmsnorm f32 1024x65536
-  // (158.4 to 143.6 us, run ee61f7b-65k), 1024 bf16 threads add_rmsnorm bf16
-  // (147.2 to 143.0 us, da426bc-65k); staged, 512 bf16 threads won softmax,
-  // log_softmax and layernorm bf16 there by 1-5 %.
+  // every SM; the register and staged forms below each won some of the row
+  // ops at 65536 columns on the H200.
   const int64_t shapes[][7] = {{32, 4, 8, 1, 2, 0, 0},   {128, 1, 2, 1, 2, 0, 0},  {256, 1, 4, 1, 2, 0, 0},
                                {512, 1, 8, 1, 2, 0, 0},  {1024, 1, 0, 1, 2, 0, 0}, {256, 1, 8, 8, 1, 0, 0},
                                {512, 1, 8, 4, 1, 0, 0},  {512, 1, 8, 1, 1, 1, 0},  {1024, 1, 4, 1, 1, 1, 0},
@@ -230,10 +225,8 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   // 4, bf16: 2 of 8). Generic, such a kernel needs 56 registers (bf16
   // layernorm; one block per SM); compiled for the row length (len), 32:
   // two blocks, every warp slot, as Inductor's looped kernel has, with the
-  // row read once. Specialized, it won f32 log_softmax and add_layernorm at
-  // 4096x16384 in run 610cf2d; in bf16 its generic form (129 us for
-  // layernorm) ranks too low among the exact fits for the tuner to
-  // specialize it.
+  // row read once; specialized it wins some f32 row ops at 16384 columns,
+  // while in bf16 its generic form ranks too low for the tuner to specialize.
   {
     Config c;
     c.set("threads", 1024);
@@ -247,13 +240,9 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     // 16-bit rows of 16384 also in the registers of 512 threads (4 vectors
     // of 8), the register form of the staged 512-thread seed. Compiled for
     // the length it needs 32 registers for rmsnorm (48 generic) and 40 for
-    // layernorm (54): four and three blocks per SM. Probed on the H200
-    // beside torch.compile (bench/variant_probe.py, run 59e1ecc), specialized
-    // it was the fastest of the probed schedules for bf16 rmsnorm and
-    // layernorm at 4096x16384 (69.97 and 71.58 us against 70.98 and 72.51
-    // for the packaged 256-thread ones); no tune had measured it. Tuned
-    // (run 2acacfa), its twin won bf16 rmsnorm there (67.39 us) and came
-    // second for layernorm (69.15 against 68.86 us).
+    // layernorm (54): four and three blocks per SM, which made it the
+    // fastest probed schedule for bf16 norms at 16384 columns once
+    // specialized (docs/architecture.md, "Decisions and findings").
     if (element_bytes < 4) {
       c.set("threads", 512);
       c.set("cache", 16384 / (512 * wide));
@@ -261,10 +250,8 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
     }
   }
   // The rows of 4096 held in registers also with L2 eviction policies on
-  // their loads (hint=1; the space drops it before sm_80): run 746953c
-  // measured every fast seed so, and this one won (bf16 layernorm
-  // 8192x4096, 41.8 to 40.1 us); the others tied or lost (0.97-1.00x at the
-  // median).
+  // their loads (hint=1; the space drops it before sm_80): of every fast
+  // seed measured so, only this one gained.
   for (size_t i = 0, n = out.size(); i < n; ++i) {
     if (out[i].get("fast") == 0 || cached_row(out[i]) != 4096 || out[i].get("rows") != 1) continue;
     Config c = out[i];
@@ -273,12 +260,9 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   }
   // The seeds holding rows of 16384 in registers (512 and 1024 threads)
   // also read with Inductor's hints (hint=2: evict_last in L1 and L2 for
-  // the row and the weights): a hand-written copy of the rmsnorm f32 winner
-  // took 130.3 us so at 4096x16384 on the H200, against 134.6 us without
-  // hints and 130.9 us for Inductor's kernel (bench/gap_probe.py, run
-  // 7c678bc-gap). Tuned (d25d308-hint2-rows), the twins won 7 of the 14
-  // row ops and dtypes at 4096x16384; they lost for bf16 layernorm and
-  // rmsnorm.
+  // the row and the weights), which closed the gap to Inductor's kernels at
+  // 16384 columns for about half of the row ops (docs/architecture.md,
+  // "Decisions and findings").
   for (size_t i = 0, n = out.size(); i < n; ++i) {
     if (cached_row(out[i]) != 16384 || out[i].get("split") != 1 || out[i].get_or("smem", 0) != 0) continue;
     Config c = out[i];
@@ -288,22 +272,17 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
   // Rows split across a pair of blocks (the rows of 65536) also with one
   // combine for each pair of reductions (onepass=1; the space keeps it for
   // the ops that have such a pair): there each combine is a cluster barrier
-  // in a block's short life (a bf16 half row moves 128 KiB, about 4 us of
-  // an SM's share of the bandwidth), and softmax and log_softmax f32
-  // 1024x65536 won with it in registers (runs 2f45bcf, 731a221); staged,
-  // and for bf16, no tune had measured it.
+  // in a block's short life, so halving them pays there (it won f32 softmax
+  // and log_softmax at 65536 columns in registers).
   for (size_t i = 0, n = out.size(); i < n; ++i) {
     if (out[i].get("split") != 2) continue;
     Config c = out[i];
     c.set("onepass", 1);
     out.push_back(c);
   }
-  // No other seed has onepass=1, and none wbatch=1: on the H200 (runs
-  // d66b27f-c596d18) one combine per pair tied or lost against the same
-  // schedule's two at every op's best schedules of 1024-16384 columns, one
-  // pass over a re-read row lost 1.06-4.6x, and weights loaded ahead
-  // 0.83-0.99x at the median. Both stay in the space for the model's picks
-  // and the random sample.
+  // No other seed has onepass=1, and none wbatch=1: on the H200 neither
+  // gained at the best schedules of 1024-16384 columns; both stay in the
+  // space for the model's picks and the random sample.
   return out;
 }
 

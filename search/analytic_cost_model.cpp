@@ -2,7 +2,7 @@
 //
 //   time = launch + bytes / (peak_bw * 0.92 * access * mlp) * tail
 //
-//   launch  2 us of fixed kernel cost.
+//   launch  a fixed kernel cost (2 microseconds).
 //   access  bytes per access: >= 16 -> 1.0, 8 -> 0.95, 4 -> 0.85, 2 -> 0.7.
 //   mlp     memory-level parallelism: bytes in flight per SM (resident
 //           threads * vec * ept * element size * tensors) over the Little's
@@ -161,10 +161,9 @@ class AnalyticCostModel final : public CostModel {
     const double rereads = cached ? 0.0 : std::ceil(chunks / static_cast<double>(c.get_or("unroll", 1)));
     // Each further batch of a staged row's first pass waits out a load latency.
     const double batches = staged ? std::ceil(held / batch) - 1.0 : 0.0;
-    // A persistent block's load was issued during the previous group, but
-    // the H200 run 927c29e shows no gain from that: a block still takes
-    // one row group at a time through its phases, so it is charged as if
-    // it waited for its load.
+    // A persistent block's load was issued during the previous group, but it
+    // is charged as if it waited for it: a block still takes one row group at
+    // a time through its phases, and measurements showed no gain.
     // onepass=1 finishes a pair of reductions with one combine.
     const double combines = c.get_or("onepass", 0) == 1 ? 1.0 : 2.0;
     const double phase_us = 1.0 + combines * combine + 2.0 * 0.5 * rereads + 1.0 * batches + 0.5 + compute_us;

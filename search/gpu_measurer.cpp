@@ -11,9 +11,7 @@
 // with the L2 eviction priority of those buffers set back to normal: a
 // kernel with L2::evict_last loads leaves lines that outlast a later
 // kernel's own normal-priority traffic, and that kernel would be timed with
-// part of its input in L2 (rmsnorm bf16 4096x16384 on the H200: a hint=0
-// kernel 66.64 us right after its hint=2 twin on the same tensors, 68.27
-// after copies; gap probe 4517801-rmsbf16-after). A kernel that faults the
+// part of its input in L2 (docs/architecture.md, "Decisions and findings"). A kernel that faults the
 // context (illegal address, ...) becomes a launch_error record and the
 // primary context is reset before the next candidate.
 #include <algorithm>

@@ -329,9 +329,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
     // Load-hint twins (pointwise, NVRTC, GPU only): the search samples hint
     // as one more parameter, but what it does depends on the rest of the
     // schedule, so each problem's fastest schedules without it are timed
-    // with it too. bn_relu bf16 1x64x1048576 on the H200 (gap probe
-    // 881a7d3-bn-hint): 66.78 us for 128 threads of one vector with occ=1 and
-    // hint=2, 67.31 without the hint, Inductor's cubin 67.20.
+    // with it too (docs/architecture.md, "Decisions and findings").
     if (task.kind == TemplateKind::kPointwise && backend == Backend::kNvrtc && dev.measured && options.hint_twins > 0) {
       std::vector<Candidate> hinted;
       for (std::vector<TimedSchedule>& t : timed) {
@@ -406,11 +404,8 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       // Each NVRTC one without load hints (and uncapped), also with
       // Inductor's (hint=2), where legal: what the hints do to a held row
       // changes with the kernel built for its length, so a twin is timed
-      // whatever its generic parent's rank. rmsnorm bf16 4096x16384 on the
-      // H200: the hint=2 twin 68.13 us against 70.08 for the packaged one in
-      // gap probe 764bae3-rmsbf16-gap, while in tune 764bae3-rmsbf16-rows the
-      // generic hint=2 parent ranked below the generic hint=0 one and no
-      // hint=2 kernel was built for the length.
+      // whatever its generic parent's rank (a generic hint=2 parent can rank
+      // low while its specialized twin wins).
       for (size_t i = 0, n = backend == Backend::kNvrtc ? picked.size() : 0; i < n; ++i) {
         if (picked[i].config.get_or("minb", 0) != 0) continue;
         const std::optional<Config> hinted = hint2_twin(picked[i].config, space);

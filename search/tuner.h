@@ -71,11 +71,8 @@ int register_capped_blocks(const ArchLimits& arch, int threads, int registers, i
 // register_capped_blocks of its build where that cap leaves 16 registers
 // beside the row a thread holds in registers (cache * vec * element bytes *
 // cached inputs / 4); else 0 (no twin). ptxas spills to get there, and the
-// timing decides. On the H200 (run 5e29efa-minb-rows), bf16 softmax
-// 4096x16384's 512-thread row in registers went from 40 registers (three
-// blocks) to 32 (four; 8 bytes of spill) and from 68.96 to 68.19 us; f32
-// softmax's 512-thread row of 8 vectors (32 registers of row), capped at 40,
-// took 204 us against 130.
+// timing decides: a small spill for one more block per SM can win, a large
+// one loses badly (docs/architecture.md, "Decisions and findings").
 int capped_twin_blocks(const ArchLimits& arch, const Config& config, const KernelArtifact& built, int element_bytes,
                        int cached_inputs);
 

@@ -3,8 +3,8 @@
 //
 // Why PTX plus a launch description rather than a Halide AOT object: the
 // object calls into Halide's runtime on every launch (buffer checks, context
-// acquisition, its own module cache), which costs about 0.6 us per call on an
-// H200 against the 0.3 us the runtime is allowed. Instead we lower the
+// acquisition, its own module cache), which costs twice the per-call budget
+// the runtime is allowed (docs/architecture.md). Instead we lower the
 // pipeline (Halide 14 offloads GPU loops during lowering), take the PTX
 // module Halide embedded and its halide_cuda_run call, and translate the
 // host-side expressions for the grid and for each scalar argument into

@@ -63,9 +63,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
 
   // occ=1: registers capped so that blocks fill the SM (FK_MIN_BLOCKS). A
   // kernel holding one or two 16-byte vectors per thread needs every
-  // resident thread to keep enough bytes in flight: bn_relu bf16 at 64 M
-  // elements took 70.9 us at 40 registers (12 blocks of 128 per SM) where
-  // Inductor's kernel of the same shape, at 21, took 67.2 (gap probe beb058d).
+  // resident thread to keep enough bytes in flight (docs/architecture.md, "Decisions and findings").
   const bool occ = config.get_or("occ", 0) == 1;
 
   // hint=1 and 2 (sm_80+): each full input's vector loads carry an

@@ -417,11 +417,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   // hint=1: row loads tell the L2 what to keep (fk_keep: weights, rows a
   // later pass reads again) and what to drop first (fk_stream: last reads).
   // hint=2: also the L1, and a row read once (cached in registers or
-  // staged) is read with fk_keep, as Inductor's first read of a row is: on
-  // the H200 that made rmsnorm f32 4096x16384 held in registers 3 % faster
-  // than the same kernel without hints (hand copies, bench/gap_probe.py run
-  // 7c678bc-gap; 1.5 % in the tune d25d308-hint2-rows), where hint=1's
-  // fk_stream had made it 4-6 % slower.
+  // staged) is read with fk_keep, as Inductor's first read of a row is,
+  // because a held row dropped first from L2 costs more than it saves
+  // (docs/architecture.md, "Decisions and findings").
   const int hint = load_hint(config);
   // minb=B: registers capped so that B blocks fit on an SM.
   const int min_blocks = static_cast<int>(config.get_or("minb", 0));
