@@ -5,10 +5,11 @@
 #   OUT=$OUT scripts/gpu.sh tests copybw tune memcheck
 #   OUT=$OUT scripts/gpu.sh OPS=softmax SIZES=1024x65536 rows memcheck RECORDS=r.jsonl.gz package verify
 #
-# Each STEP runs scripts/gpu/steps/STEP.sh (the README's "On a GPU machine"
-# lists them) in the repository root, in a subshell, after
-# scripts/device_env.sh was sourced once, writing under $OUT/STEP/ (STEP-2,
-# STEP-3 when a step runs again). NAME=VALUE sets a setting for the steps
+# Each STEP is scripts/gpu/steps/STEP.sh (the README's "On a GPU machine"
+# lists them), sourced in a subshell in the repository root after
+# scripts/device_env.sh was sourced once (its helpers and $bin, $pkg at hand),
+# with $out and $log pointing at $OUT/STEP/ (STEP-2, STEP-3 when a step runs
+# again); the step fails when it exits non-zero or note() counted a failure. NAME=VALUE sets a setting for the steps
 # after it. A failed step does not stop the ones after it; gpu.sh prints one
 # summary line per step (also in $OUT/summary.txt) and exits 1 if any failed.
 # A call returns at most 8 files: when the folders hold more, they are packed
@@ -53,6 +54,8 @@ for a in "$@"; do
     fails=0
     # shellcheck disable=SC1090
     source "$steps_dir/$a.sh"
+    rc=$?
+    [ "$rc" -ne 0 ] && exit "$rc"
     exit "$fails"
   )
   rc=$?
