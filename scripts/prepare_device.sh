@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares .device/ (git-ignored) for scripts/gpu_session.sh: stripped
+# Prepares .device/ (git-ignored) for scripts/gpu.sh: stripped
 # binaries from BUILD_DIR and the Debian runtime packages the GPU machine
 # (Ubuntu 24.04 with CUDA, no Halide) lacks.
 set -euo pipefail

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# fusekit's GPU work in one device call, as named steps run in turn:
+#
+#   OUT=... scripts/gpu.sh [NAME=VALUE...] STEP [[NAME=VALUE...] STEP]...
+#   OUT=$OUT scripts/gpu.sh tests copybw tune memcheck
+#   OUT=$OUT scripts/gpu.sh OPS=softmax SIZES=1024x65536 rows memcheck RECORDS=r.jsonl.gz package verify
+#
+# Each STEP is scripts/gpu/steps/STEP.sh (the README's "On a GPU machine"
+# lists them), sourced in a subshell in the repository root after
+# scripts/device_env.sh was sourced once (its helpers and $bin, $pkg at hand),
+# with $out and $log pointing at $OUT/STEP/ (STEP-2, STEP-3 when a step runs
+# again); the step fails when it exits non-zero or note() counted a failure. NAME=VALUE sets a setting for the steps
+# after it. A failed step does not stop the ones after it; gpu.sh prints one
+# summary line per step (also in $OUT/summary.txt) and exits 1 if any failed.
+# A call returns at most 8 files: when the folders hold more, they are packed
+# into $OUT/results.tar.gz, each step's log.txt kept beside it as STEP-log.txt.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+steps_dir=$root/scripts/gpu/steps
+usage() {
+  echo "usage: OUT=DIR scripts/gpu.sh [NAME=VALUE...] STEP [[NAME=VALUE...] STEP]..." >&2
+  echo "steps: $(find "$steps_dir" -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | sort | tr '\n' ' ')" >&2
+  exit 2
+}
+[ $# -gt 0 ] || usage
+: "${OUT:?set OUT to a results folder}"
+# Every argument is checked before anything runs: a typo costs no device time.
+for a in "$@"; do
+  case $a in
+    [A-Za-z_]*=*) name=${a%%=*}; case $name in *[!A-Za-z0-9_]*) echo "gpu.sh: '$a': not NAME=VALUE" >&2; usage ;; esac ;;
+    *) [ -f "$steps_dir/$a.sh" ] || { echo "gpu.sh: no step '$a'" >&2; usage; } ;;
+  esac
+done
+cd "$root" || exit 2
+mkdir -p "$OUT"
+source scripts/device_env.sh
+summary=$OUT/summary.txt
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader; uname -r; } \
+  >"$summary" 2>&1
+rm -f "$last_tune"
+failed=0 dirs=()
+for a in "$@"; do
+  case $a in
+    [A-Za-z_]*=*) export "${a?}"; continue ;;
+  esac
+  dir=$a n=2
+  while [ -e "$OUT/$dir" ]; do dir=$a-$n; n=$((n + 1)); done
+  mkdir -p "$OUT/$dir"
+  dirs+=("$dir")
+  start=$(date +%s)
+  (
+    out=$OUT/$dir
+    log=$out/log.txt
+    fails=0
+    # shellcheck disable=SC1090
+    source "$steps_dir/$a.sh"
+    rc=$?
+    [ "$rc" -ne 0 ] && exit "$rc"
+    exit "$fails"
+  )
+  rc=$?
+  verdict=ok
+  if [ "$rc" -ne 0 ]; then verdict="FAILED (exit $rc)"; failed=1; fi
+  notes=$(grep -h " rc=" "$OUT/$dir/log.txt" 2>/dev/null | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+  echo "$dir: $verdict in $(($(date +%s) - start)) s${notes:+ ($notes)}" | tee -a "$summary"
+done
+files=$(find "$OUT" -type f | wc -l)
+if [ "$files" -gt 8 ]; then
+  tar -czf "$OUT/results.tar.gz" -C "$OUT" "${dirs[@]}"
+  for d in "${dirs[@]}"; do
+    [ "${#dirs[@]}" -le 6 ] && [ -f "$OUT/$d/log.txt" ] && cp "$OUT/$d/log.txt" "$OUT/$d-log.txt"
+    rm -rf "${OUT:?}/$d"
+  done
+  echo "$files files: the step folders are in results.tar.gz" | tee -a "$summary"
+fi
+exit "$failed"
