@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <vector>
 
 #include "common/errors.h"
@@ -132,12 +131,15 @@ class SqliteStore final : public TuneDb {
     return added;
   }
 
-  std::optional<TuningRecord> best(const TuneKey& key) const override { return best_where(key, ""); }
-
   // Config text is canonical ("cache=4 len=16384 rows=1"): a specialized
   // schedule has the token "len=".
-  std::optional<TuningRecord> best_generic(const TuneKey& key) const override {
-    return best_where(key, " AND (' ' || params) NOT LIKE '% len=%'");
+  std::vector<TuningRecord> key_records(const TuneKey& key, bool generic_only) const override {
+    return query(std::string("SELECT ") + kColumns +
+                     " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
+                     " AND status IN ('ok','modeled')" +
+                     (generic_only ? " AND (' ' || params) NOT LIKE '% len=%'" : "") +
+                     " ORDER BY (status='ok') DESC, median_us ASC, timestamp ASC, rowid ASC",
+                 {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
   }
 
   std::vector<TuningRecord> all(const RecordFilter& f) const override {
@@ -173,55 +175,6 @@ class SqliteStore final : public TuneDb {
       sqlite3_free(err);
       throw UserError("database '" + path_ + "': " + msg);
     }
-  }
-
-  // The verified schedules of a key compete by the median of their records
-  // (runs pooled by `db import`, a schedule timed again in a later tune): a
-  // schedule's one lucky run must not outrank another's steady time. The
-  // record returned is the schedule's median one (the lower middle of an
-  // even count). Modeled records answer only where nothing was measured.
-  std::optional<TuningRecord> best_where(const TuneKey& key, const std::string& condition) const {
-    auto rows = query(std::string("SELECT ") + kColumns +
-                          " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
-                          " AND status IN ('ok','modeled')" + condition +
-                          " ORDER BY (status='ok') DESC, median_us ASC, timestamp ASC, rowid ASC",
-                      {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
-    if (rows.empty()) return std::nullopt;
-    if (rows.front().status != RecordStatus::kOk) return rows.front();
-    // Rows come fastest first, so each schedule's records are in order.
-    std::map<std::string, std::vector<const TuningRecord*>> schedules;
-    // Each schedule's newest kernel: its records of another kernel (an older
-    // printer's) are left out; those of an unknown one ("") stay.
-    std::map<std::string, const TuningRecord*> newest;
-    std::vector<std::string> names;
-    for (const auto& r : rows) names.push_back(r.backend + '\n' + r.shape + '\n' + r.params);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const TuningRecord& r = rows[i];
-      if (r.status != RecordStatus::kOk || r.kernel_hash.empty()) continue;
-      const TuningRecord*& n = newest[names[i]];
-      if (!n || r.timestamp > n->timestamp) n = &r;
-    }
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const TuningRecord& r = rows[i];
-      if (r.status != RecordStatus::kOk) continue;
-      const auto it = newest.find(names[i]);
-      if (r.kernel_hash.empty() || it == newest.end() || r.kernel_hash == it->second->kernel_hash)
-        schedules[names[i]].push_back(&r);
-    }
-    const TuningRecord* best = nullptr;
-    size_t best_count = 0;
-    for (const auto& [name, records] : schedules) {
-      const TuningRecord* median = records[(records.size() - 1) / 2];
-      // Ties go to the schedule measured more often, then to the older
-      // record (earlier in `rows`: by timestamp, then insertion).
-      if (!best || median->median_us < best->median_us ||
-          (median->median_us == best->median_us &&
-           (records.size() > best_count || (records.size() == best_count && median < best)))) {
-        best = median;
-        best_count = records.size();
-      }
-    }
-    return *best;
   }
 
   std::vector<TuningRecord> query(const std::string& sql, const std::vector<std::string>& binds) const {
