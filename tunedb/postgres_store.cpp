@@ -138,7 +138,7 @@ class PostgresStore final : public TuneDb {
     std::string msg = conn_ ? PQerrorMessage(conn_.get()) : "out of memory";
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     for (char& c : msg)
-      if (c == '\n') c = ' ';
+      if (c == '\n' || c == '\t') c = ' ';
     if (!password_.empty())
       for (size_t p; (p = msg.find(password_)) != std::string::npos;) msg.replace(p, password_.size(), "***");
     return msg;
