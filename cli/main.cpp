@@ -387,6 +387,28 @@ int cmd_verify(const po::variables_map& vm) {
   return failed ? 1 : 0;
 }
 
+// What `build` ranks records against: this fusekit's toolchain, and the
+// GPU named by --target-gpu, else the GPU here (if any).
+RecordOrigin build_target(const std::string& target_gpu) {
+  RecordOrigin t;
+  t.cuda_version = nvrtc_version();
+  t.halide_version = halide_version();
+  t.fusekit_version = FUSEKIT_VERSION;
+  if (!target_gpu.empty()) {
+    t.gpu_name = target_gpu;
+    return t;
+  }
+  try {
+    const DeviceInfo dev = make_gpu_measurer()->device();
+    t.gpu_name = dev.gpu_name;
+    t.sm_count = dev.sm_count;
+    t.driver_major = driver_major(dev.driver_version);
+  } catch (const UserError&) {
+    // No GPU here: the toolchain alone decides what is stale.
+  }
+  return t;
+}
+
 int cmd_build(const po::variables_map& vm) {
   if (!vm.count("arch")) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
   if (!vm.count("out")) throw UserError("build needs --out DIR for the package");
@@ -404,7 +426,9 @@ int cmd_build(const po::variables_map& vm) {
       throw UserError(std::string("cannot read ") + path + " (" + flag + "); pass " + flag + " with the right path");
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
   auto db = open_tune_db(path, OpenMode::kMustExist);
+  o.target = build_target(vm.count("target-gpu") ? vm["target-gpu"].as<std::string>() : "");
   EmitReport r = emit_library(*db, o);
+  for (const auto& line : r.selections) std::fprintf(stderr, "fusekit: selected %s\n", line.c_str());
   for (const auto& n : r.notes) std::fprintf(stderr, "fusekit: note: %s\n", n.c_str());
   std::printf("wrote %s: %zu kernel variants for", o.out_dir.c_str(), r.variants);
   for (const auto& op : r.ops) std::printf(" [%s]", op.c_str());
@@ -504,6 +528,8 @@ int run(int argc, char** argv) {
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
       ("out", po::value<std::string>(), "package folder for `build`")
+      ("target-gpu", po::value<std::string>(),
+       "`build`: rank records measured on this GPU (e.g. \"NVIDIA H200\") above others (default: the GPU here)")
       ("package", po::value<std::string>(), "`verify` the kernels of this built package through its C API")
       ("max-elements", po::value<int64_t>()->default_value(int64_t{1} << 27),
        "`verify --package`: skip problems larger than this")
