@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <iostream>
 #include <sstream>
@@ -183,7 +184,9 @@ int cmd_tune(const po::variables_map& vm, const ShardEnvironment& env) {
                  measurer->device().arch.name().c_str(), measurer->device().sm_count,
                  measurer->device().driver_version.c_str());
   }
-  auto db = open_tune_db(db_path, OpenMode::kCreate);
+  // Records a server does not take are spooled beside the default database.
+  auto db = open_tune_db(db_path, OpenMode::kCreate,
+                         (std::filesystem::path(default_db_path()).parent_path() / "spool").string());
   if (shard.count > 1) std::fprintf(stderr, "fusekit: shard %d of %d\n", shard.index, shard.count);
 
   TunerOptions options;

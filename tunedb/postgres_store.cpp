@@ -8,7 +8,10 @@
 //   fusekit_records (seq: insertion order, the columns of a TuningRecord)
 #include <libpq-fe.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -69,7 +72,8 @@ std::string real_text(double v) {
 
 class PostgresStore final : public TuneDb {
  public:
-  PostgresStore(const std::string& uri, bool create) : shown_(mask_uri(uri)) {
+  PostgresStore(const std::string& uri, bool create, const std::string& spool_dir)
+      : shown_(mask_uri(uri)), spool_dir_(spool_dir) {
     password_ = password_of(uri);
     conn_.reset(PQconnectdb(uri.c_str()));
     if (!conn_ || PQstatus(conn_.get()) != CONNECTION_OK)
@@ -81,16 +85,16 @@ class PostgresStore final : public TuneDb {
 
   size_t commit(const std::vector<TuningRecord>& records) override {
     if (records.empty()) return 0;
-    exec("BEGIN");
     size_t added = 0;
     try {
+      exec("BEGIN");
       for (size_t first = 0; first < records.size(); first += kRowsPerInsert)
         added += insert(records, first, std::min(records.size(), first + kRowsPerInsert));
       exec("COMMIT");
     } catch (const UserError& e) {
       PQclear(PQexec(conn_.get(), "ROLLBACK"));
       throw UserError(std::string(e.what()) + "; the " + std::to_string(records.size()) +
-                      " records of this commit were not stored (those committed before were)");
+                      " records of this commit were not stored (those committed before were)" + spool(records));
     }
     return added;
   }
@@ -131,6 +135,20 @@ class PostgresStore final : public TuneDb {
       if (std::string(o->keyword) == "password" && o->val) password = o->val;
     PQconninfoFree(opts);
     return password;
+  }
+
+  // Writes records the server did not take to the spool; the message tail.
+  std::string spool(const std::vector<TuningRecord>& records) const {
+    if (spool_dir_.empty()) return "";
+    const std::string path = spool_dir_ + "/unstored-" + utc_timestamp() + "-" + std::to_string(getpid()) + ".jsonl";
+    try {
+      std::error_code ec;
+      std::filesystem::create_directories(spool_dir_, ec);
+      write_jsonl(records, path);
+    } catch (const UserError& e) {
+      return "; nor could they be spooled: " + std::string(e.what());
+    }
+    return "; they are saved in " + path + ": `fusekit db import --db URI " + path + "` adds them";
   }
 
   // The server's or libpq's last message, one line, the password masked.
@@ -247,13 +265,14 @@ class PostgresStore final : public TuneDb {
 
   std::string shown_;     // the URI as messages print it
   std::string password_;  // masked out of server messages
+  std::string spool_dir_;
   std::unique_ptr<PGconn, ConnCloser> conn_;
 };
 
 }  // namespace
 
-std::unique_ptr<TuneDb> open_postgres_db(const std::string& uri, bool create) {
-  return std::make_unique<PostgresStore>(uri, create);
+std::unique_ptr<TuneDb> open_postgres_db(const std::string& uri, bool create, const std::string& spool_dir) {
+  return std::make_unique<PostgresStore>(uri, create, spool_dir);
 }
 
 }  // namespace fusekit

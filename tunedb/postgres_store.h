@@ -14,7 +14,9 @@ namespace fusekit {
 // creating or migrating fusekit's tables unless `create` is false (then a
 // database without them is a UserError). Throws UserError for an
 // unreachable server, a refused login or a newer schema version; every
-// message masks the password.
-std::unique_ptr<TuneDb> open_postgres_db(const std::string& uri, bool create = true);
+// message masks the password. A failed commit writes its records to a
+// JSON-lines file in `spool_dir` (when given) and names it in the message.
+std::unique_ptr<TuneDb> open_postgres_db(const std::string& uri, bool create = true,
+                                         const std::string& spool_dir = "");
 
 }  // namespace fusekit

@@ -62,7 +62,9 @@ class SqliteStore final : public TuneDb {
       db_ = nullptr;
       throw UserError("cannot open database '" + path + "': " + msg + "; pass --db with a writable path");
     }
-    sqlite3_busy_timeout(db_, 10000);
+    // Writers wait their turn: sixteen tuning processes committing into one
+    // file at once (bench/fleet_bench) each wait for several seconds at times.
+    sqlite3_busy_timeout(db_, 120000);
     // Reading the version touches the file header: a non-SQLite file fails here.
     int version = 0;
     {
@@ -90,6 +92,9 @@ class SqliteStore final : public TuneDb {
       db_ = nullptr;
       throw UserError("'" + path + "' is a SQLite file but not a fusekit database; pass --db with another path");
     }
+    // A current database opens without a write, so concurrent opens do not
+    // queue for the write lock.
+    if (version == kSchemaVersion && has_column("kernel_hash")) return;
     exec(kCreate);
     // A column added after databases were written (kernel_hash): added with
     // its default, so the file stays readable by the fusekit that wrote it

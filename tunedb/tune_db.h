@@ -64,7 +64,11 @@ enum class OpenMode { kCreate, kMustExist };
 // The one factory behind --db: a PostgreSQL URI or a SQLite path. With
 // kMustExist, a missing SQLite file or a server database without fusekit's
 // tables is a UserError telling to run tune first.
-std::unique_ptr<TuneDb> open_tune_db(const std::string& uri_or_path, OpenMode mode);
+// A server store whose commit fails (the server went away) writes the
+// records it did not take to a JSON-lines file in `spool_dir` (when given)
+// and names it in the message, so nothing measured is lost.
+std::unique_ptr<TuneDb> open_tune_db(const std::string& uri_or_path, OpenMode mode,
+                                     const std::string& spool_dir = "");
 
 // `db` fit to print: a URI's password (user:PASSWORD@ or password=...)
 // replaced by "***"; a path unchanged.
@@ -78,6 +82,8 @@ std::string default_db_path();
 // Writes every record as one JSON object per line, gzip-compressed where
 // `path` ends in ".gz"; returns the count.
 size_t export_jsonl(const TuneDb& db, const std::string& path);
+// The same for any list of records (a spool of records a server did not take).
+size_t write_jsonl(const std::vector<TuningRecord>& records, const std::string& path);
 // Every record of a JSON-lines file, plain or gzip-compressed (told by its
 // bytes, not its name), each upgraded as an import gives it
 // (upgrade_record); a line that is not a record throws UserError naming the

@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "common/errors.h"
@@ -123,6 +124,48 @@ VALUES ('0123456789abcdef0123456789abcdef', 'abc123', 'layout flat; out = x', 'r
   r.kernel_hash = "00000000deadbeef";
   EXPECT_EQ(db->commit({r}), 1u);
   EXPECT_EQ(db->best(r.key())->kernel_hash, "00000000deadbeef");
+}
+
+// The server dropping the connection mid-run: the commit fails with one
+// masked message, and its records are in the spool, whole.
+TEST_F(PostgresStoreTest, ACommitTheServerDropsIsSpooledNotLost) {
+  const std::string spool = "/tmp/fusekit_spool_" + std::to_string(getpid());
+  std::filesystem::remove_all(spool);
+  auto db = open_tune_db(uri_, OpenMode::kCreate, spool);
+  TuningRecord r;
+  r.id = new_record_id();
+  r.pipeline_hash = "abc123";
+  r.dtype = "f32";
+  r.shape_bucket = "n<=2^12";
+  r.arch = "sm_90";
+  r.backend = "nvrtc";
+  r.median_us = 3.0;
+  r.timestamp = utc_timestamp();
+  ASSERT_EQ(db->commit({r}), 1u);
+  sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND "
+      "pid <> pg_backend_pid()");
+  std::vector<TuningRecord> batch(3, r);
+  for (auto& b : batch) b.id = new_record_id();
+  std::string msg;
+  try {
+    db->commit(batch);
+  } catch (const UserError& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("the 3 records of this commit were not stored"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find(PgServer::kPassword), std::string::npos) << msg;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(spool)) files.push_back(e.path().string());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(msg.find(files[0]), std::string::npos) << msg;
+  const auto spooled = read_jsonl(files[0]);
+  ASSERT_EQ(spooled.size(), 3u);
+  EXPECT_EQ(spooled[2].id, batch[2].id);
+  // Imported back, nothing is missing.
+  auto again = open_tune_db(uri_, OpenMode::kMustExist);
+  EXPECT_EQ(import_jsonl(*again, files[0]), 3u);
+  EXPECT_EQ(again->size(), 4u);
+  std::filesystem::remove_all(spool);
 }
 
 }  // namespace
