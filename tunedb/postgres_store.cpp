@@ -115,6 +115,14 @@ class PostgresStore final : public TuneDb {
                  {f.pattern, f.dtype, f.arch, f.backend, f.ok_only ? "1" : ""});
   }
 
+  std::vector<std::string> ids() const override {
+    Result r = run("SELECT id FROM fusekit_records", {}, PGRES_TUPLES_OK);
+    std::vector<std::string> out;
+    out.reserve(static_cast<size_t>(PQntuples(r.get())));
+    for (int i = 0; i < PQntuples(r.get()); ++i) out.emplace_back(PQgetvalue(r.get(), i, 0));
+    return out;
+  }
+
   size_t size() const override {
     Result r = run("SELECT COUNT(*) FROM fusekit_records", {}, PGRES_TUPLES_OK);
     return static_cast<size_t>(std::strtoull(PQgetvalue(r.get(), 0, 0), nullptr, 10));

@@ -154,6 +154,16 @@ class SqliteStore final : public TuneDb {
                  {f.pattern, f.dtype, f.arch, f.backend, f.ok_only ? "1" : ""});
   }
 
+  std::vector<std::string> ids() const override {
+    Statement st(db_, "SELECT id FROM records", path_);
+    std::vector<std::string> out;
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW)
+      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)));
+    if (rc != SQLITE_DONE) throw UserError("database '" + path_ + "': " + sqlite3_errmsg(db_));
+    return out;
+  }
+
   size_t size() const override {
     Statement s(db_, "SELECT COUNT(*) FROM records", path_);
     sqlite3_step(s.get());

@@ -7,25 +7,31 @@
 namespace fusekit {
 namespace {
 
-// The records of `from` whose ids `to` does not hold.
-std::vector<TuningRecord> lacking(const std::vector<TuningRecord>& from, const std::vector<TuningRecord>& to) {
-  std::unordered_set<std::string> held;
-  held.reserve(to.size());
-  for (const auto& r : to) held.insert(r.id);
+// The records of `from` whose ids `to_ids` lacks; `from` is read only when
+// it has some.
+std::vector<TuningRecord> lacking(const TuneDb& from, const std::vector<std::string>& from_ids,
+                                  const std::vector<std::string>& to_ids) {
+  const std::unordered_set<std::string> held(to_ids.begin(), to_ids.end());
+  size_t missing = 0;
+  for (const auto& id : from_ids) missing += held.count(id) == 0;
   std::vector<TuningRecord> out;
-  for (const auto& r : from)
-    if (!held.count(r.id)) out.push_back(r);
+  if (missing == 0) return out;
+  out.reserve(missing);
+  for (auto& r : from.all())
+    if (!held.count(r.id)) out.push_back(std::move(r));
   return out;
 }
 
 }  // namespace
 
 SyncCounts sync_stores(TuneDb& a, TuneDb& b) {
-  const std::vector<TuningRecord> in_a = a.all();
-  const std::vector<TuningRecord> in_b = b.all();
+  const std::vector<std::string> ids_a = a.ids();
+  const std::vector<std::string> ids_b = b.ids();
+  const std::vector<TuningRecord> to_b = lacking(a, ids_a, ids_b);
+  const std::vector<TuningRecord> to_a = lacking(b, ids_b, ids_a);
   SyncCounts c;
-  c.a_to_b = b.commit(lacking(in_a, in_b));
-  c.b_to_a = a.commit(lacking(in_b, in_a));
+  c.a_to_b = b.commit(to_b);
+  c.b_to_a = a.commit(to_a);
   c.a_after = a.size();
   c.b_after = b.size();
   return c;

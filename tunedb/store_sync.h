@@ -15,8 +15,9 @@ struct SyncCounts {
   size_t b_after = 0;
 };
 
-// Reads both stores once and commits to each only the records it lacks
-// (in one transaction per side).
+// Compares the stores' ids, reads the records of a side only where the
+// other lacks some, and commits to each what it lacks (one transaction a
+// side).
 SyncCounts sync_stores(TuneDb& a, TuneDb& b);
 
 }  // namespace fusekit

@@ -46,6 +46,8 @@ class TuneDb {
   // Records matching a filter, oldest first.
   virtual std::vector<TuningRecord> all(const RecordFilter& filter = {}) const = 0;
   virtual size_t size() const = 0;
+  // Every record's id (what a sync compares before it reads records).
+  virtual std::vector<std::string> ids() const = 0;
   // Union with another database's records (same as commit: ids dedupe).
   size_t merge(const TuneDb& other) { return commit(other.all()); }
 };

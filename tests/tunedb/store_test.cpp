@@ -217,6 +217,7 @@ TEST_P(StoreTest, SyncCopiesWhatEachSideLacksOnce) {
   EXPECT_EQ(c.b_to_a, 1u);
   EXPECT_EQ(c.a_after, 4u);
   EXPECT_EQ(c.b_after, 4u);
+  EXPECT_EQ(a->ids().size(), 4u);
   c = sync_stores(*a, *b);
   EXPECT_EQ(c.a_to_b + c.b_to_a, 0u);
   std::vector<std::string> ia, ib;
