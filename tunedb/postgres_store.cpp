@@ -53,7 +53,8 @@ constexpr const char* kColumns =
     "id, pipeline_hash, pipeline_text, pattern, dtype, shape, shape_bucket, arch, gpu_name, sm_count, "
     "driver_version, cuda_version, halide_version, fusekit_version, host, backend, params, status, error, "
     "verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp, kernel_hash";
-// Rows per INSERT: PostgreSQL takes at most 65535 parameters a statement.
+// Rows per INSERT (PostgreSQL takes at most 65535 parameters a statement);
+// larger commits go through COPY.
 constexpr size_t kRowsPerInsert = 1000;
 
 struct ConnCloser {
@@ -88,8 +89,8 @@ class PostgresStore final : public TuneDb {
     size_t added = 0;
     try {
       exec("BEGIN");
-      for (size_t first = 0; first < records.size(); first += kRowsPerInsert)
-        added += insert(records, first, std::min(records.size(), first + kRowsPerInsert));
+      if (records.size() > kRowsPerInsert) added = copy_in(records);
+      else added = insert(records, 0, records.size());
       exec("COMMIT");
     } catch (const UserError& e) {
       PQclear(PQexec(conn_.get(), "ROLLBACK"));
@@ -215,6 +216,63 @@ class PostgresStore final : public TuneDb {
       PQclear(PQexec(conn_.get(), "ROLLBACK"));
       throw;
     }
+  }
+
+  // One record as a line of COPY's text format (tab-separated, escaped).
+  static void copy_line(const TuningRecord& r, size_t ord, std::string* out) {
+    auto field = [&](const std::string& v) {
+      out->push_back('\t');
+      for (char c : v) {
+        switch (c) {
+          case '\\': *out += "\\\\"; break;
+          case '\t': *out += "\\t"; break;
+          case '\n': *out += "\\n"; break;
+          case '\r': *out += "\\r"; break;
+          default: out->push_back(c);
+        }
+      }
+    };
+    *out += std::to_string(ord);
+    for (const std::string* v : {&r.id, &r.pipeline_hash, &r.pipeline_text, &r.pattern, &r.dtype, &r.shape,
+                                 &r.shape_bucket, &r.arch, &r.gpu_name})
+      field(*v);
+    field(std::to_string(r.sm_count));
+    for (const std::string* v : {&r.driver_version, &r.cuda_version, &r.halide_version, &r.fusekit_version, &r.host,
+                                 &r.backend, &r.params})
+      field(*v);
+    field(record_status_name(r.status));
+    field(r.error);
+    for (double v : {r.verify_error, r.median_us, r.p20_us, r.p80_us, r.bandwidth_gbps}) field(real_text(v));
+    field(std::to_string(r.samples));
+    field(r.timestamp);
+    field(r.kernel_hash);
+    out->push_back('\n');
+  }
+
+  // Many records: COPY into a temporary table, then one INSERT ... SELECT
+  // in their order (so insertion order, the ranking's last tie-break, holds).
+  size_t copy_in(const std::vector<TuningRecord>& records) {
+    exec(std::string("CREATE TEMP TABLE fusekit_incoming ON COMMIT DROP AS SELECT 0::BIGINT AS ord, ") + kColumns +
+         " FROM fusekit_records WITH NO DATA");
+    Result start = run(std::string("COPY fusekit_incoming (ord, ") + kColumns + ") FROM STDIN", {}, PGRES_COPY_IN);
+    std::string chunk;
+    for (size_t i = 0; i < records.size(); ++i) {
+      copy_line(records[i], i, &chunk);
+      if (chunk.size() > (1 << 20) || i + 1 == records.size()) {
+        if (PQputCopyData(conn_.get(), chunk.data(), static_cast<int>(chunk.size())) != 1)
+          throw UserError("PostgreSQL at " + shown_ + ": " + server_message());
+        chunk.clear();
+      }
+    }
+    if (PQputCopyEnd(conn_.get(), nullptr) != 1) throw UserError("PostgreSQL at " + shown_ + ": " + server_message());
+    Result done(PQgetResult(conn_.get()));
+    if (!done || PQresultStatus(done.get()) != PGRES_COMMAND_OK)
+      throw UserError("PostgreSQL at " + shown_ + ": " + server_message());
+    while (PGresult* extra = PQgetResult(conn_.get())) PQclear(extra);
+    Result ins = run(std::string("INSERT INTO fusekit_records (") + kColumns + ") SELECT " + kColumns +
+                         " FROM fusekit_incoming ORDER BY ord ON CONFLICT (id) DO NOTHING",
+                     {}, PGRES_COMMAND_OK);
+    return static_cast<size_t>(std::strtoull(PQcmdTuples(ins.get()), nullptr, 10));
   }
 
   size_t insert(const std::vector<TuningRecord>& records, size_t first, size_t last) {

@@ -228,6 +228,34 @@ TEST_P(StoreTest, SyncCopiesWhatEachSideLacksOnce) {
   EXPECT_EQ(ia, ib);
 }
 
+// A commit large enough for the server's bulk path (COPY) keeps every field,
+// escapes included, and the insertion order.
+TEST_P(StoreTest, LargeCommitsKeepEveryFieldAndTheOrder) {
+  auto db = open_db("big.db");
+  std::vector<TuningRecord> many;
+  for (int i = 0; i < 1500; ++i) {
+    TuningRecord r = record(i % 2 ? "nvrtc" : "halide", 1.0 + i % 7);
+    r.error = "tab\there \\ back\\slash\nnew line\r" + std::to_string(i);
+    r.verify_error = i == 3 ? std::numeric_limits<double>::infinity() : 0.125 * i;
+    r.timestamp = "2026-12-01T00:00:00Z";  // one time: the order is insertion's
+    many.push_back(r);
+  }
+  many.push_back(many[10]);  // a duplicate within the commit is stored once
+  EXPECT_EQ(db->commit(many), 1500u);
+  EXPECT_EQ(db->commit(many), 0u);
+  const auto all = db->all();
+  ASSERT_EQ(all.size(), 1500u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    nlohmann::json got = all[i], want = many[i];
+    if (i == 3) {
+      EXPECT_TRUE(std::isinf(all[i].verify_error));
+      got.erase("verify_error");
+      want.erase("verify_error");
+    }
+    ASSERT_EQ(got, want) << i;
+  }
+}
+
 // Records measured elsewhere rank below those of the build's origin.
 TEST_P(StoreTest, StaleRecordsRankBelowMatchingOnes) {
   auto db = open_db("a.db");
