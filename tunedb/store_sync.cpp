@@ -1,6 +1,7 @@
 // Two-way sync by id (see store_sync.h).
 #include "tunedb/store_sync.h"
 
+#include <future>
 #include <unordered_set>
 #include <vector>
 
@@ -24,14 +25,18 @@ std::vector<TuningRecord> lacking(const TuneDb& from, const std::vector<std::str
 
 }  // namespace
 
+// The two sides are separate connections: each step runs on both at once.
 SyncCounts sync_stores(TuneDb& a, TuneDb& b) {
+  auto ids_b = std::async(std::launch::async, [&] { return b.ids(); });
   const std::vector<std::string> ids_a = a.ids();
-  const std::vector<std::string> ids_b = b.ids();
-  const std::vector<TuningRecord> to_b = lacking(a, ids_a, ids_b);
-  const std::vector<TuningRecord> to_a = lacking(b, ids_b, ids_a);
+  const std::vector<std::string> held_b = ids_b.get();
+  auto to_a = std::async(std::launch::async, [&] { return lacking(b, held_b, ids_a); });
+  const std::vector<TuningRecord> to_b = lacking(a, ids_a, held_b);
+  const std::vector<TuningRecord> for_a = to_a.get();
   SyncCounts c;
+  auto into_a = std::async(std::launch::async, [&] { return a.commit(for_a); });
   c.a_to_b = b.commit(to_b);
-  c.b_to_a = a.commit(to_a);
+  c.b_to_a = into_a.get();
   c.a_after = a.size();
   c.b_after = b.size();
   return c;

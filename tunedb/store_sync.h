@@ -17,7 +17,7 @@ struct SyncCounts {
 
 // Compares the stores' ids, reads the records of a side only where the
 // other lacks some, and commits to each what it lacks (one transaction a
-// side).
+// side), both sides at once. `a` and `b` must be distinct stores.
 SyncCounts sync_stores(TuneDb& a, TuneDb& b);
 
 }  // namespace fusekit
