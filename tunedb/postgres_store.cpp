@@ -105,14 +105,14 @@ class PostgresStore final : public TuneDb {
                      " FROM fusekit_records WHERE pipeline_hash=$1 AND dtype=$2 AND shape_bucket=$3 AND arch=$4"
                      " AND status IN ('ok','modeled')" +
                      (generic_only ? " AND (' ' || params) NOT LIKE '% len=%'" : "") +
-                     " ORDER BY (status='ok') DESC, median_us ASC, timestamp ASC, seq ASC",
+                     " ORDER BY (status='ok') DESC, median_us ASC, timestamp COLLATE \"C\" ASC, seq ASC",
                  {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
   }
 
   std::vector<TuningRecord> all(const RecordFilter& f) const override {
     return query(std::string("SELECT ") + kColumns +
                      " FROM fusekit_records WHERE ($1='' OR pattern=$1) AND ($2='' OR dtype=$2) AND ($3='' OR arch=$3)"
-                     " AND ($4='' OR backend=$4) AND ($5='' OR status='ok') ORDER BY timestamp, seq",
+                     " AND ($4='' OR backend=$4) AND ($5='' OR status='ok') ORDER BY timestamp COLLATE \"C\", seq",
                  {f.pattern, f.dtype, f.arch, f.backend, f.ok_only ? "1" : ""});
   }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 
@@ -76,9 +77,25 @@ PgServer::PgServer() {
     }
     (void)pw;
   }
-  if (run(bin_ + "initdb -D data -U fusekit --pwfile=pw --auth-local=trust --auth-host=scram-sha-256 -E UTF8 "
-                 "--no-sync >initdb.log 2>&1") != 0) {
-    reason_ = "initdb failed: " + read_tail(dir_ + "/initdb.log");
+  // initdb is most of a start: its cluster is kept as a template (per user
+  // and server version) that later servers copy.
+  const std::string tmpl_dir = "/tmp/fusekit_pg_template_" + std::to_string(geteuid()) + "_" +
+                               std::to_string(std::hash<std::string>{}(bin_));
+  if (!std::filesystem::exists(tmpl_dir + "/PG_VERSION")) {
+    if (run(bin_ + "initdb -D data -U fusekit --pwfile=pw --auth-local=trust --auth-host=scram-sha-256 -E UTF8 "
+                   "--no-sync >initdb.log 2>&1") != 0) {
+      reason_ = "initdb failed: " + read_tail(dir_ + "/initdb.log");
+      return;
+    }
+    // Published whole by a rename, so a concurrent start never sees half of it.
+    const std::string staging = tmpl_dir + ".staging." + std::to_string(getpid());
+    if (std::system(("cp -a " + dir_ + "/data " + staging + " 2>/dev/null").c_str()) == 0) {
+      std::error_code ec;
+      std::filesystem::rename(staging, tmpl_dir, ec);
+      if (ec) std::filesystem::remove_all(staging, ec);
+    }
+  } else if (std::system(("cp -a " + tmpl_dir + " " + dir_ + "/data").c_str()) != 0) {
+    reason_ = "cannot copy the PostgreSQL template cluster " + tmpl_dir;
     return;
   }
   for (int attempt = 0; attempt < 3 && port_ == 0; ++attempt) {
