@@ -5,7 +5,8 @@
 //   fusekit tune --arch sm_90 [--pattern NAME ...|--expr TEXT] [--dtype f32,bf16]
 //                [--sizes 4096,65536] [--db FILE] [--budget N] [--specialize N] [--hint-twins N]
 //                [--backend nvrtc,halide] [--model]
-//   fusekit db show|export|import --db FILE [JSONL]
+//   fusekit db show|export|import --db FILE|URI [JSONL]
+//   fusekit db sync A B                    (A, B: SQLite files or postgresql:// URIs)
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
 //   fusekit verify --package DIR [--max-elements N]   (FUSEKIT_PTX_ONLY=1: the PTX variants)
 //   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE] [--pattern ...|--expr TEXT] [--cxx c++]
@@ -17,9 +18,14 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
 #include <iostream>
 #include <sstream>
 
+#include "cli/cmd_db_sync.h"
+#include "cli/tune_shard.h"
 #include "cli/verify_package.h"
 #include "common/errors.h"
 #include "common/shape_text.h"
@@ -136,7 +142,7 @@ std::vector<FusionCandidate> selected_candidates(const po::variables_map& vm) {
   return out;
 }
 
-int cmd_tune(const po::variables_map& vm) {
+int cmd_tune(const po::variables_map& vm, const ShardEnvironment& env) {
   if (!vm.count("arch")) throw UserError("tune needs --arch, e.g. --arch sm_90; known: " + known_arch_names());
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
   const std::vector<FusionCandidate> cands = selected_candidates(vm);
@@ -150,6 +156,9 @@ int cmd_tune(const po::variables_map& vm) {
   const int specialize = vm["specialize"].as<int>();
   if (specialize < 0) throw UserError("--specialize " + std::to_string(specialize) + " must be 0 (off) or more");
   const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
+  const ShardSpec shard =
+      resolve_shard(vm.count("shard") ? vm["shard"].as<std::string>() : "", vm["shard-count"].as<int>(), env);
+  const bool retune = vm.count("retune") > 0;
 
   // Measurer: the GPU when it is the requested arch, else the analytic model.
   std::unique_ptr<Measurer> measurer;
@@ -177,7 +186,10 @@ int cmd_tune(const po::variables_map& vm) {
                  measurer->device().arch.name().c_str(), measurer->device().sm_count,
                  measurer->device().driver_version.c_str());
   }
-  auto db = open_sqlite_db(db_path);
+  // Records a server does not take are spooled beside the default database.
+  auto db = open_tune_db(db_path, OpenMode::kCreate,
+                         (std::filesystem::path(default_db_path()).parent_path() / "spool").string());
+  if (shard.count > 1) std::fprintf(stderr, "fusekit: shard %d of %d\n", shard.index, shard.count);
 
   TunerOptions options;
   options.backends = backends;
@@ -191,7 +203,9 @@ int cmd_tune(const po::variables_map& vm) {
 
   const size_t total = cands.size() * dtypes.size();
   size_t done = 0;
-  TuneSummary all;
+  struct : TuneSummary {
+    size_t skipped = 0;  // units the store held already
+  } all;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   for (const auto& cand : cands) {
@@ -216,12 +230,34 @@ int cmd_tune(const po::variables_map& vm) {
         std::fprintf(stderr, "[%zu/%zu] %s | %.0fs elapsed, ETA %.0fs\n", done + 1, total, line.c_str(), t,
                      t / frac * (1.0 - frac));
       };
-      TuneSummary s = tune(task, *measurer, *db, arch, options);
-      all.records += s.records;
-      all.measured += s.measured;
-      all.modeled += s.modeled;
-      all.failed += s.failed;
-      all.pruned += s.pruned;
+      // Per backend, the sizes of this shard that the store lacks from this
+      // toolchain and GPU (all of them with --retune).
+      const std::set<std::string> held =
+          retune ? std::set<std::string>{}
+                 : held_units(*db, cand.name, dtype_name(dt), arch.arch.name(),
+                              {measurer->device().gpu_name, options.provenance.cuda_version,
+                               options.provenance.halide_version, options.provenance.fusekit_version});
+      const std::vector<std::vector<int64_t>> domains = task.domains;
+      for (Backend b : backends) {
+        task.domains.clear();
+        for (const auto& d : domains) {
+          const std::string shape = workload->problem(d).shape_text;
+          if (!in_shard(shard, task.pipeline_hash, dtype_name(dt), shape, arch.arch.name(), backend_name(b))) continue;
+          if (held.count(unit_key(task.pipeline_hash, dtype_name(dt), shape, arch.arch.name(), backend_name(b)))) {
+            ++all.skipped;
+            continue;
+          }
+          task.domains.push_back(d);
+        }
+        if (task.domains.empty()) continue;
+        options.backends = {b};
+        TuneSummary s = tune(task, *measurer, *db, arch, options);
+        all.records += s.records;
+        all.measured += s.measured;
+        all.modeled += s.modeled;
+        all.failed += s.failed;
+        all.pruned += s.pruned;
+      }
       ++done;
       // Winner per size, as a summary line.
       for (const auto& size : sizes) {
@@ -237,16 +273,18 @@ int cmd_tune(const po::variables_map& vm) {
   }
   std::fprintf(stderr,
                "fusekit: %zu records written to %s (%zu verified and timed, %zu modeled, %zu failed, %zu pruned by "
-               "size) in %.0fs\n",
-               all.records, db_path.c_str(), all.measured, all.modeled, all.failed, all.pruned, elapsed());
+               "size; %zu shapes x backends held already%s) in %.0fs\n",
+               all.records, mask_uri(db_path).c_str(), all.measured, all.modeled, all.failed, all.pruned, all.skipped,
+               all.skipped ? ", skipped: --retune tunes them again" : "", elapsed());
   return 0;
 }
 
 int cmd_db(const po::variables_map& vm, const std::vector<std::string>& rest) {
-  if (rest.empty()) throw UserError("db needs a subcommand: show, export or import");
+  if (rest.empty()) throw UserError("db needs a subcommand: show, export, import or sync");
   const std::string& sub = rest[0];
+  if (sub == "sync") return cmd_db_sync(std::vector<std::string>(rest.begin() + 1, rest.end()));
   if (sub != "show" && sub != "export" && sub != "import")
-    throw UserError("unknown db subcommand '" + sub + "'; known: show export import");
+    throw UserError("unknown db subcommand '" + sub + "'; known: show export import sync");
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
   if (sub == "import" || sub == "export") {
     if (rest.size() < 2) throw UserError("db " + sub + " needs a JSONL file: fusekit db " + sub + " --db FILE RECORDS.jsonl");
@@ -254,14 +292,14 @@ int cmd_db(const po::variables_map& vm, const std::vector<std::string>& rest) {
   if (sub == "import") {
     // Validate the file before creating or touching the database.
     if (access(rest[1].c_str(), R_OK) != 0) throw UserError("cannot read '" + rest[1] + "'; check the path");
-    auto db = open_sqlite_db(path);
+    auto db = open_tune_db(path, OpenMode::kCreate);
     size_t before = db->size();
     size_t added = import_jsonl(*db, rest[1]);
-    std::printf("imported %zu new records into %s (%zu before, %zu after)\n", added, path.c_str(), before, db->size());
+    std::printf("imported %zu new records into %s (%zu before, %zu after)\n", added, mask_uri(path).c_str(), before,
+                db->size());
     return 0;
   }
-  if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE or run tune first");
-  auto db = open_sqlite_db(path);
+  auto db = open_tune_db(path, OpenMode::kMustExist);
   if (sub == "export") {
     size_t n = export_jsonl(*db, rest[1]);
     std::printf("exported %zu records to %s\n", n, rest[1].c_str());
@@ -297,8 +335,7 @@ int cmd_verify(const po::variables_map& vm) {
   const auto cands = selected_candidates(vm);
   const auto dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
-  if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE");
-  auto db = open_sqlite_db(path);
+  auto db = open_tune_db(path, OpenMode::kMustExist);
   auto measurer = make_gpu_measurer();
   MeasureOptions verify_only;
   verify_only.time = false;
@@ -355,6 +392,28 @@ int cmd_verify(const po::variables_map& vm) {
   return failed ? 1 : 0;
 }
 
+// What `build` ranks records against: this fusekit's toolchain, and the
+// GPU named by --target-gpu, else the GPU here (if any).
+RecordOrigin build_target(const std::string& target_gpu) {
+  RecordOrigin t;
+  t.cuda_version = nvrtc_version();
+  t.halide_version = halide_version();
+  t.fusekit_version = FUSEKIT_VERSION;
+  if (!target_gpu.empty()) {
+    t.gpu_name = target_gpu;
+    return t;
+  }
+  try {
+    const DeviceInfo dev = make_gpu_measurer()->device();
+    t.gpu_name = dev.gpu_name;
+    t.sm_count = dev.sm_count;
+    t.driver_major = driver_major(dev.driver_version);
+  } catch (const UserError&) {
+    // No GPU here: the toolchain alone decides what is stale.
+  }
+  return t;
+}
+
 int cmd_build(const po::variables_map& vm) {
   if (!vm.count("arch")) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
   if (!vm.count("out")) throw UserError("build needs --out DIR for the package");
@@ -371,9 +430,10 @@ int cmd_build(const po::variables_map& vm) {
     if (access(path.c_str(), R_OK) != 0)
       throw UserError(std::string("cannot read ") + path + " (" + flag + "); pass " + flag + " with the right path");
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
-  if (access(path.c_str(), R_OK) != 0) throw UserError("no database at '" + path + "'; pass --db FILE or run tune first");
-  auto db = open_sqlite_db(path);
+  auto db = open_tune_db(path, OpenMode::kMustExist);
+  o.target = build_target(vm.count("target-gpu") ? vm["target-gpu"].as<std::string>() : "");
   EmitReport r = emit_library(*db, o);
+  for (const auto& line : r.selections) std::fprintf(stderr, "fusekit: selected %s\n", line.c_str());
   for (const auto& n : r.notes) std::fprintf(stderr, "fusekit: note: %s\n", n.c_str());
   std::printf("wrote %s: %zu kernel variants for", o.out_dir.c_str(), r.variants);
   for (const auto& op : r.ops) std::printf(" [%s]", op.c_str());
@@ -453,7 +513,13 @@ int run(int argc, char** argv) {
                     {"4096,65536,1048576,67108864"}, "4096,65536,1048576,67108864"),
        "element counts or shapes (outermost first, e.g. 8192x1024) to tune for; row reductions default to "
        "256x1024,32768x1024,8192x4096,4096x16384,1024x65536,3000x3001")
-      ("db", po::value<std::string>(), "tuning database (default: $FUSEKIT_DB, else ~/.local/share/fusekit/tune.db)")
+      ("db", po::value<std::string>(),
+       "tuning database: a SQLite file or postgresql://user@host:port/dbname (default: $FUSEKIT_DB, else "
+       "~/.local/share/fusekit/tune.db)")
+      ("shard", po::value<std::string>(), "`tune` only this part I/N of the work (default: a Slurm array task's)")
+      ("shard-count", po::value<int>()->default_value(0),
+       "`tune` as shard $JOB_COMPLETION_INDEX of N (a Kubernetes Indexed Job's completions)")
+      ("retune", "`tune` again what the database holds for this toolchain and GPU")
       ("budget", po::value<int>()->default_value(24), "candidates per backend and workload")
       ("specialize", po::value<int>()->default_value(2),
        "row reductions on a GPU: build each timed row length's N fastest schedules, its N fastest whose "
@@ -467,6 +533,8 @@ int run(int argc, char** argv) {
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
       ("out", po::value<std::string>(), "package folder for `build`")
+      ("target-gpu", po::value<std::string>(),
+       "`build`: rank records measured on this GPU (e.g. \"NVIDIA H200\") above others (default: the GPU here)")
       ("package", po::value<std::string>(), "`verify` the kernels of this built package through its C API")
       ("max-elements", po::value<int64_t>()->default_value(int64_t{1} << 27),
        "`verify --package`: skip problems larger than this")
@@ -488,7 +556,8 @@ int run(int argc, char** argv) {
   }
   std::vector<std::string> cmd = vm.count("command") ? vm["command"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("help") || cmd.empty()) {
-    std::cout << "usage: fusekit list | tune --arch SM [...] | db show|export|import --db FILE [JSONL] |\n"
+    std::cout << "usage: fusekit list | tune --arch SM [--shard I/N] [...] | db show|export|import --db DB [JSONL] |\n"
+              << "       db sync DB DB |\n"
               << "       verify --arch SM --db FILE [--sizes ...] | verify --package DIR |\n"
               << "       build --arch SM,SM --out DIR [--db FILE] |\n"
               << "       source --pattern NAME --arch SM [--params ...]\n"
@@ -496,7 +565,11 @@ int run(int argc, char** argv) {
     return cmd.empty() && !vm.count("help") ? 2 : 0;
   }
   if (cmd[0] == "list") return cmd_list();
-  if (cmd[0] == "tune") return cmd_tune(vm);
+  if (cmd[0] == "tune") {
+    auto var = [](const char* name) { const char* v = std::getenv(name); return std::string(v ? v : ""); };
+    return cmd_tune(vm, {var("SLURM_ARRAY_TASK_ID"), var("SLURM_ARRAY_TASK_COUNT"), var("SLURM_ARRAY_TASK_MIN"),
+                         var("JOB_COMPLETION_INDEX")});
+  }
   if (cmd[0] == "db") return cmd_db(vm, std::vector<std::string>(cmd.begin() + 1, cmd.end()));
   if (cmd[0] == "source") return cmd_source(vm);
   if (cmd[0] == "verify") return cmd_verify(vm);

@@ -22,8 +22,9 @@ using GzFile = std::unique_ptr<std::remove_pointer_t<gzFile>, GzCloser>;
 
 }  // namespace
 
-size_t export_jsonl(const TuneDb& db, const std::string& path) {
-  const auto records = db.all();
+size_t export_jsonl(const TuneDb& db, const std::string& path) { return write_jsonl(db.all(), path); }
+
+size_t write_jsonl(const std::vector<TuningRecord>& records, const std::string& path) {
   const std::string cannot = "cannot write '" + path + "'; check the directory exists and is writable";
   const std::string failed = "error writing '" + path + "'";
   if (ends_with_gz(path)) {

@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <vector>
 
 #include "common/errors.h"
@@ -63,7 +62,9 @@ class SqliteStore final : public TuneDb {
       db_ = nullptr;
       throw UserError("cannot open database '" + path + "': " + msg + "; pass --db with a writable path");
     }
-    sqlite3_busy_timeout(db_, 10000);
+    // Writers wait their turn: sixteen tuning processes committing into one
+    // file at once (bench/fleet_bench) each wait for several seconds at times.
+    sqlite3_busy_timeout(db_, 120000);
     // Reading the version touches the file header: a non-SQLite file fails here.
     int version = 0;
     {
@@ -91,6 +92,9 @@ class SqliteStore final : public TuneDb {
       db_ = nullptr;
       throw UserError("'" + path + "' is a SQLite file but not a fusekit database; pass --db with another path");
     }
+    // A current database opens without a write, so concurrent opens do not
+    // queue for the write lock.
+    if (version == kSchemaVersion && has_column("kernel_hash")) return;
     exec(kCreate);
     // A column added after databases were written (kernel_hash): added with
     // its default, so the file stays readable by the fusekit that wrote it
@@ -132,12 +136,15 @@ class SqliteStore final : public TuneDb {
     return added;
   }
 
-  std::optional<TuningRecord> best(const TuneKey& key) const override { return best_where(key, ""); }
-
   // Config text is canonical ("cache=4 len=16384 rows=1"): a specialized
   // schedule has the token "len=".
-  std::optional<TuningRecord> best_generic(const TuneKey& key) const override {
-    return best_where(key, " AND (' ' || params) NOT LIKE '% len=%'");
+  std::vector<TuningRecord> key_records(const TuneKey& key, bool generic_only) const override {
+    return query(std::string("SELECT ") + kColumns +
+                     " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
+                     " AND status IN ('ok','modeled')" +
+                     (generic_only ? " AND (' ' || params) NOT LIKE '% len=%'" : "") +
+                     " ORDER BY (status='ok') DESC, median_us ASC, timestamp ASC, rowid ASC",
+                 {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
   }
 
   std::vector<TuningRecord> all(const RecordFilter& f) const override {
@@ -145,6 +152,16 @@ class SqliteStore final : public TuneDb {
                      " FROM records WHERE (?1='' OR pattern=?1) AND (?2='' OR dtype=?2) AND (?3='' OR arch=?3)"
                      " AND (?4='' OR backend=?4) AND (?5='' OR status='ok') ORDER BY timestamp, rowid",
                  {f.pattern, f.dtype, f.arch, f.backend, f.ok_only ? "1" : ""});
+  }
+
+  std::vector<std::string> ids() const override {
+    Statement st(db_, "SELECT id FROM records", path_);
+    std::vector<std::string> out;
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW)
+      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)));
+    if (rc != SQLITE_DONE) throw UserError("database '" + path_ + "': " + sqlite3_errmsg(db_));
+    return out;
   }
 
   size_t size() const override {
@@ -173,55 +190,6 @@ class SqliteStore final : public TuneDb {
       sqlite3_free(err);
       throw UserError("database '" + path_ + "': " + msg);
     }
-  }
-
-  // The verified schedules of a key compete by the median of their records
-  // (runs pooled by `db import`, a schedule timed again in a later tune): a
-  // schedule's one lucky run must not outrank another's steady time. The
-  // record returned is the schedule's median one (the lower middle of an
-  // even count). Modeled records answer only where nothing was measured.
-  std::optional<TuningRecord> best_where(const TuneKey& key, const std::string& condition) const {
-    auto rows = query(std::string("SELECT ") + kColumns +
-                          " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
-                          " AND status IN ('ok','modeled')" + condition +
-                          " ORDER BY (status='ok') DESC, median_us ASC, timestamp ASC, rowid ASC",
-                      {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
-    if (rows.empty()) return std::nullopt;
-    if (rows.front().status != RecordStatus::kOk) return rows.front();
-    // Rows come fastest first, so each schedule's records are in order.
-    std::map<std::string, std::vector<const TuningRecord*>> schedules;
-    // Each schedule's newest kernel: its records of another kernel (an older
-    // printer's) are left out; those of an unknown one ("") stay.
-    std::map<std::string, const TuningRecord*> newest;
-    std::vector<std::string> names;
-    for (const auto& r : rows) names.push_back(r.backend + '\n' + r.shape + '\n' + r.params);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const TuningRecord& r = rows[i];
-      if (r.status != RecordStatus::kOk || r.kernel_hash.empty()) continue;
-      const TuningRecord*& n = newest[names[i]];
-      if (!n || r.timestamp > n->timestamp) n = &r;
-    }
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const TuningRecord& r = rows[i];
-      if (r.status != RecordStatus::kOk) continue;
-      const auto it = newest.find(names[i]);
-      if (r.kernel_hash.empty() || it == newest.end() || r.kernel_hash == it->second->kernel_hash)
-        schedules[names[i]].push_back(&r);
-    }
-    const TuningRecord* best = nullptr;
-    size_t best_count = 0;
-    for (const auto& [name, records] : schedules) {
-      const TuningRecord* median = records[(records.size() - 1) / 2];
-      // Ties go to the schedule measured more often, then to the older
-      // record (earlier in `rows`: by timestamp, then insertion).
-      if (!best || median->median_us < best->median_us ||
-          (median->median_us == best->median_us &&
-           (records.size() > best_count || (records.size() == best_count && median < best)))) {
-        best = median;
-        best_count = records.size();
-      }
-    }
-    return *best;
   }
 
   std::vector<TuningRecord> query(const std::string& sql, const std::vector<std::string>& binds) const {

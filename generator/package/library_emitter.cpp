@@ -4,6 +4,7 @@
 //   write_api          typed C entry points, generic call, explain
 //   write_header/manifest/cmake_config, compile_package
 #include "generator/package/library_emitter.h"
+#include "generator/package/record_selection.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -114,13 +115,14 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         std::vector<Candidate> batch;
         for (const auto& bucket : buckets[arch.name()]) {
           const TuneKey key{hash, dtype_name(dt), bucket, arch.name()};
-          auto best = db.best(key);
-          if (!best) continue;
+          const BucketChoice choice = choose_bucket_record(db, key, o.target, cand.name + " " + dtype_name(dt));
+          if (!choice.best) continue;
+          report->selections.push_back(choice.explanation);
           // A winner compiled for one row length serves that length; the
           // bucket's other lengths get its best generic schedule beside it.
-          std::vector<TuningRecord> winners{*best};
-          if (RowReductionTemplate::fixed_row_length(Config::parse(best->params)) > 0)
-            if (auto generic = db.best_generic(key)) winners.push_back(*generic);
+          std::vector<TuningRecord> winners{*choice.best};
+          if (RowReductionTemplate::fixed_row_length(Config::parse(choice.best->params)) > 0)
+            if (choice.best_generic) winners.push_back(*choice.best_generic);
           for (const TuningRecord& w : winners) {
             Variant v;
             v.cand = &cand;

@@ -32,12 +32,16 @@ struct EmitOptions {
   std::string runtime_library;              // libfusekit_runtime.a (PIC)
   std::string runtime_include;              // runtime/include
   std::string cuda_include;                 // directory holding cuda.h
+  // The GPU and toolchain the package is for: records from elsewhere rank
+  // below matching ones (empty fields match everything).
+  RecordOrigin target;
 };
 
 struct EmitReport {
   size_t variants = 0;
   std::vector<std::string> ops;             // "relu_add f32", ...
   std::vector<std::string> notes;           // e.g. archs packaged from modeled records
+  std::vector<std::string> selections;      // per op, arch and bucket: records used and passed over, why
 };
 
 // Throws UserError naming what is missing (no records for an arch, a

@@ -2,25 +2,34 @@
 #include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
+#include <map>
 
 #include "common/errors.h"
+#include "tests/support/pg_server.h"
+#include "tunedb/store_sync.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
 namespace {
 
+PgServer& pg_server() { return shared_pg_server(); }
+
+// A temporary folder per test, and records of one key.
 class TuneDbTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("fusekit_db_test_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name)
+      if (c == '/') c = '_';
+    dir_ = std::filesystem::temp_directory_path() / ("fusekit_db_test_" + std::to_string(getpid()) + "_" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -53,8 +62,33 @@ class TuneDbTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-TEST_F(TuneDbTest, BestPrefersMeasuredThenFastest) {
-  auto db = open_sqlite_db(path("a.db"));
+// The same tests against every store: "sqlite" (a file in the test's
+// folder) and "postgres" (a database on a throwaway server).
+class StoreTest : public TuneDbTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    TuneDbTest::SetUp();
+    if (GetParam() == "postgres" && !pg_server().available()) GTEST_SKIP() << pg_server().skip_reason();
+  }
+  // The store named `name` in this test, created on first use.
+  std::unique_ptr<TuneDb> open_db(const std::string& name) {
+    if (GetParam() == "sqlite") return open_tune_db(path(name), OpenMode::kCreate);
+    auto it = uris_.find(name);
+    if (it == uris_.end()) {
+      static int count = 0;
+      it = uris_.emplace(name, pg_server().create_database("t" + std::to_string(getpid()) + "_" +
+                                                           std::to_string(++count))).first;
+    }
+    return open_tune_db(it->second, OpenMode::kCreate);
+  }
+  std::map<std::string, std::string> uris_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(StoreTest, BestPrefersMeasuredThenFastest) {
+  auto db = open_db("a.db");
   db->commit({record("nvrtc", 5.0), record("halide", 4.0), record("nvrtc", 1.0, RecordStatus::kModeled),
               record("nvrtc", 0.5, RecordStatus::kVerifyError)});
   auto best = db->best({"abc123", "f32", "n<=2^12", "sm_90"});
@@ -66,8 +100,8 @@ TEST_F(TuneDbTest, BestPrefersMeasuredThenFastest) {
 
 // Pooled runs: a schedule's one fast record does not outrank another
 // schedule's steady time; its median record does.
-TEST_F(TuneDbTest, BestRanksAScheduleByTheMedianOfItsRecords) {
-  auto db = open_sqlite_db(path("a.db"));
+TEST_P(StoreTest, BestRanksAScheduleByTheMedianOfItsRecords) {
+  auto db = open_db("a.db");
   auto timed = [&](const std::string& params, double median) {
     TuningRecord r = record("nvrtc", median);
     r.params = params;
@@ -100,8 +134,8 @@ TEST_F(TuneDbTest, BestRanksAScheduleByTheMedianOfItsRecords) {
 // The same params printed as another kernel (a later printer): a schedule
 // ranks by the records of its newest kernel; records of an unknown kernel
 // (from before records kept it) still count.
-TEST_F(TuneDbTest, BestLeavesOutRecordsOfAnOlderKernel) {
-  auto db = open_sqlite_db(path("a.db"));
+TEST_P(StoreTest, BestLeavesOutRecordsOfAnOlderKernel) {
+  auto db = open_db("a.db");
   auto timed = [&](const std::string& params, double median, const std::string& kernel, const std::string& at) {
     TuningRecord r = record("nvrtc", median);
     r.params = params;
@@ -124,10 +158,124 @@ TEST_F(TuneDbTest, BestLeavesOutRecordsOfAnOlderKernel) {
   EXPECT_EQ(db->best(key)->params, "threads=256");
   EXPECT_DOUBLE_EQ(db->best(key)->median_us, 10.0);
   // Without kernels on record, every record counts, as before.
-  auto old = open_sqlite_db(path("b.db"));
+  auto old = open_db("b.db");
   old->commit({timed("threads=256", 9.0, "", "2026-11-30T01:00:00Z"), timed("threads=256", 12.0, "", "2026-12-01T01:00:00Z"),
                timed("threads=128", 11.0, "", "2026-12-01T01:00:00Z")});
   EXPECT_EQ(old->best(key)->params, "threads=256");
+}
+
+// Concurrent writers, each in its own process and connection, one commit a
+// record, all also committing one shared batch: nothing lost, nothing twice.
+TEST_P(StoreTest, ConcurrentWritersLoseAndDuplicateNothing) {
+  constexpr int kWriters = 4, kEach = 40;
+  open_db("shared.db");  // created (and migrated) before the writers race
+  std::vector<TuningRecord> shared;
+  for (int i = 0; i < 10; ++i) shared.push_back(record("nvrtc", 100 + i));
+  std::vector<std::vector<TuningRecord>> own(kWriters);
+  for (auto& list : own)
+    for (int i = 0; i < kEach; ++i) list.push_back(record("halide", i));
+  std::vector<pid_t> children;
+  for (int w = 0; w < kWriters; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int failures = 0;
+      try {
+        auto db = open_db("shared.db");
+        for (const auto& r : own[w]) db->commit({r});
+        db->commit(shared);
+      } catch (...) {
+        failures = 1;
+      }
+      _exit(failures);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed";
+  }
+  auto db = open_db("shared.db");
+  std::map<std::string, int> seen;
+  for (const auto& r : db->all()) ++seen[r.id];
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kWriters * kEach + 10));
+  for (const auto& list : own)
+    for (const auto& r : list) EXPECT_EQ(seen[r.id], 1) << r.id;
+  for (const auto& r : shared) EXPECT_EQ(seen[r.id], 1) << r.id;
+}
+
+// Sync copies what each side lacks, both ways; a second sync copies nothing.
+TEST_P(StoreTest, SyncCopiesWhatEachSideLacksOnce) {
+  auto a = open_db("a.db");
+  auto b = open_db("b.db");
+  const TuningRecord both = record("nvrtc", 1);
+  a->commit({both, record("nvrtc", 2), record("nvrtc", 3)});
+  b->commit({both, record("halide", 4)});
+  SyncCounts c = sync_stores(*a, *b);
+  EXPECT_EQ(c.a_to_b, 2u);
+  EXPECT_EQ(c.b_to_a, 1u);
+  EXPECT_EQ(c.a_after, 4u);
+  EXPECT_EQ(c.b_after, 4u);
+  EXPECT_EQ(a->ids().size(), 4u);
+  c = sync_stores(*a, *b);
+  EXPECT_EQ(c.a_to_b + c.b_to_a, 0u);
+  std::vector<std::string> ia, ib;
+  for (const auto& r : a->all()) ia.push_back(r.id);
+  for (const auto& r : b->all()) ib.push_back(r.id);
+  std::sort(ia.begin(), ia.end());
+  std::sort(ib.begin(), ib.end());
+  EXPECT_EQ(ia, ib);
+}
+
+// A commit large enough for the server's bulk path (COPY) keeps every field,
+// escapes included, and the insertion order.
+TEST_P(StoreTest, LargeCommitsKeepEveryFieldAndTheOrder) {
+  auto db = open_db("big.db");
+  std::vector<TuningRecord> many;
+  for (int i = 0; i < 1500; ++i) {
+    TuningRecord r = record(i % 2 ? "nvrtc" : "halide", 1.0 + i % 7);
+    r.error = "tab\there \\ back\\slash\nnew line\r" + std::to_string(i);
+    r.verify_error = i == 3 ? std::numeric_limits<double>::infinity() : 0.125 * i;
+    r.timestamp = "2026-12-01T00:00:00Z";  // one time: the order is insertion's
+    many.push_back(r);
+  }
+  many.push_back(many[10]);  // a duplicate within the commit is stored once
+  EXPECT_EQ(db->commit(many), 1500u);
+  EXPECT_EQ(db->commit(many), 0u);
+  const auto all = db->all();
+  ASSERT_EQ(all.size(), 1500u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    nlohmann::json got = all[i], want = many[i];
+    if (i == 3) {
+      EXPECT_TRUE(std::isinf(all[i].verify_error));
+      got.erase("verify_error");
+      want.erase("verify_error");
+    }
+    ASSERT_EQ(got, want) << i;
+  }
+}
+
+// Records measured elsewhere rank below those of the build's origin.
+TEST_P(StoreTest, StaleRecordsRankBelowMatchingOnes) {
+  auto db = open_db("a.db");
+  TuningRecord here = record("nvrtc", 10.0);
+  here.cuda_version = "13.0";
+  here.params = "threads=128";
+  TuningRecord elsewhere = record("nvrtc", 5.0);
+  elsewhere.cuda_version = "12.4";
+  elsewhere.params = "threads=256";
+  db->commit({here, elsewhere});
+  const TuneKey key{"abc123", "f32", "n<=2^12", "sm_90"};
+  EXPECT_EQ(db->best(key)->id, elsewhere.id);  // no target: every record counts
+  RecordOrigin target;
+  target.cuda_version = "13.0";
+  const Selection sel = select_winner(db->key_records(key, false), target);
+  ASSERT_TRUE(sel.best.has_value());
+  EXPECT_EQ(sel.best->id, here.id);
+  ASSERT_EQ(sel.passed_over.size(), 1u);
+  EXPECT_EQ(sel.passed_over[0].record.id, elsewhere.id);
+  EXPECT_NE(sel.passed_over[0].reason.find("CUDA 12.4 (not 13.0)"), std::string::npos) << sel.passed_over[0].reason;
 }
 
 // A database written before records kept their kernel gains the column, and
@@ -166,22 +314,22 @@ PRAGMA user_version = 1;
             "00000000deadbeef");
 }
 
-TEST_F(TuneDbTest, RecordsSurviveReopeningWithEveryField) {
+TEST_P(StoreTest, RecordsSurviveReopeningWithEveryField) {
   TuningRecord r = record("nvrtc", 2.5);
   r.error = "it's \"quoted\"\nand multi-line";
   r.verify_error = 0.25;
   r.bandwidth_gbps = 4100.5;
   r.kernel_hash = "0123456789abcdef";
-  { open_sqlite_db(path("b.db"))->commit({r}); }
-  auto all = open_sqlite_db(path("b.db"))->all();
+  { open_db("b.db")->commit({r}); }
+  auto all = open_db("b.db")->all();
   ASSERT_EQ(all.size(), 1u);
   nlohmann::json a = all[0], b = r;
   EXPECT_EQ(a, b);
 }
 
-TEST_F(TuneDbTest, MergeAndImportAreIdempotent) {
-  auto a = open_sqlite_db(path("a.db"));
-  auto b = open_sqlite_db(path("b.db"));
+TEST_P(StoreTest, MergeAndImportAreIdempotent) {
+  auto a = open_db("a.db");
+  auto b = open_db("b.db");
   a->commit({record("nvrtc", 1), record("nvrtc", 2)});
   b->commit({record("halide", 3)});
   EXPECT_EQ(b->merge(*a), 2u);
@@ -189,7 +337,7 @@ TEST_F(TuneDbTest, MergeAndImportAreIdempotent) {
   EXPECT_EQ(b->size(), 3u);
 
   EXPECT_EQ(export_jsonl(*b, path("out.jsonl")), 3u);
-  auto c = open_sqlite_db(path("c.db"));
+  auto c = open_db("c.db");
   EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 3u);
   EXPECT_EQ(import_jsonl(*c, path("out.jsonl")), 0u);
   EXPECT_EQ(c->size(), 3u);
@@ -197,8 +345,8 @@ TEST_F(TuneDbTest, MergeAndImportAreIdempotent) {
 
 // A name ending in .gz exports gzip; import tells compressed from plain by
 // the bytes, whatever the name.
-TEST_F(TuneDbTest, GzipExportImportsAsThePlainFileDoes) {
-  auto a = open_sqlite_db(path("a.db"));
+TEST_P(StoreTest, GzipExportImportsAsThePlainFileDoes) {
+  auto a = open_db("a.db");
   a->commit({record("nvrtc", 1), record("halide", 2), record("nvrtc", 3)});
   ASSERT_EQ(export_jsonl(*a, path("out.jsonl.gz")), 3u);
   ASSERT_EQ(export_jsonl(*a, path("out.jsonl")), 3u);
@@ -210,7 +358,7 @@ TEST_F(TuneDbTest, GzipExportImportsAsThePlainFileDoes) {
   EXPECT_LT(std::filesystem::file_size(path("out.jsonl.gz")), std::filesystem::file_size(path("out.jsonl")));
   std::filesystem::copy_file(path("out.jsonl.gz"), path("renamed.jsonl"));
   for (const char* name : {"out.jsonl.gz", "renamed.jsonl"}) {
-    auto b = open_sqlite_db(path(std::string(name) + ".db"));
+    auto b = open_db(std::string(name) + ".db");
     EXPECT_EQ(import_jsonl(*b, path(name)), 3u) << name;
     std::vector<std::string> got, want;
     for (const auto& r : b->all()) got.push_back(r.id + r.backend + std::to_string(r.median_us));
@@ -222,14 +370,14 @@ TEST_F(TuneDbTest, GzipExportImportsAsThePlainFileDoes) {
 }
 
 // A .gz cut short is a message naming the file, and nothing is imported.
-TEST_F(TuneDbTest, TruncatedGzipIsAUserErrorAndWritesNothing) {
-  auto a = open_sqlite_db(path("a.db"));
+TEST_P(StoreTest, TruncatedGzipIsAUserErrorAndWritesNothing) {
+  auto a = open_db("a.db");
   std::vector<TuningRecord> many;
   for (int i = 0; i < 200; ++i) many.push_back(record("nvrtc", i));
   a->commit(many);
   ASSERT_EQ(export_jsonl(*a, path("out.jsonl.gz")), 200u);
   std::filesystem::resize_file(path("out.jsonl.gz"), std::filesystem::file_size(path("out.jsonl.gz")) / 2);
-  auto b = open_sqlite_db(path("b.db"));
+  auto b = open_db("b.db");
   try {
     import_jsonl(*b, path("out.jsonl.gz"));
     FAIL() << "a truncated file imported";
@@ -241,13 +389,13 @@ TEST_F(TuneDbTest, TruncatedGzipIsAUserErrorAndWritesNothing) {
 
 // A NaN mismatch's verification ratio is +inf, which JSON writes as null:
 // an export must import again, every record intact.
-TEST_F(TuneDbTest, InfiniteVerifyErrorsSurviveExportAndImport) {
-  auto a = open_sqlite_db(path("a.db"));
+TEST_P(StoreTest, InfiniteVerifyErrorsSurviveExportAndImport) {
+  auto a = open_db("a.db");
   TuningRecord bad = record("nvrtc", 0, RecordStatus::kVerifyError);
   bad.verify_error = std::numeric_limits<double>::infinity();
   a->commit({bad, record("nvrtc", 1)});
   ASSERT_EQ(export_jsonl(*a, path("out.jsonl")), 2u);
-  auto b = open_sqlite_db(path("b.db"));
+  auto b = open_db("b.db");
   EXPECT_EQ(import_jsonl(*b, path("out.jsonl")), 2u);
   for (const auto& r : b->all()) {
     if (r.id == bad.id) {
@@ -257,7 +405,7 @@ TEST_F(TuneDbTest, InfiniteVerifyErrorsSurviveExportAndImport) {
 }
 
 // Row-op records from before row lengths were bucketed get them on import.
-TEST_F(TuneDbTest, ImportAddsTheRowLengthToOldRowRecords) {
+TEST_P(StoreTest, ImportAddsTheRowLengthToOldRowRecords) {
   TuningRecord rows = record("nvrtc", 5);
   rows.pipeline_text = "layout rows; dtype f32; input x; out = x";
   rows.shape = "8192x4096";
@@ -267,7 +415,7 @@ TEST_F(TuneDbTest, ImportAddsTheRowLengthToOldRowRecords) {
     std::ofstream out(path("old.jsonl"));
     out << nlohmann::json(rows).dump() << "\n" << nlohmann::json(flat).dump() << "\n";
   }
-  auto db = open_sqlite_db(path("new.db"));
+  auto db = open_db("new.db");
   EXPECT_EQ(import_jsonl(*db, path("old.jsonl")), 2u);
   for (const auto& r : db->all())
     EXPECT_EQ(r.shape_bucket, r.id == rows.id ? "n<=2^25 cols<=2^12" : "n<=2^12") << r.shape;
@@ -283,8 +431,8 @@ TEST_F(TuneDbTest, ImportAddsTheRowLengthToOldRowRecords) {
   EXPECT_EQ(rows.shape_bucket, "n<=2^24 cols<=2^12");
 }
 
-TEST_F(TuneDbTest, BadImportLineNamesTheLineAndWritesNothing) {
-  auto db = open_sqlite_db(path("a.db"));
+TEST_P(StoreTest, BadImportLineNamesTheLineAndWritesNothing) {
+  auto db = open_db("a.db");
   db->commit({record("nvrtc", 1)});
   {
     std::ofstream f(path("bad.jsonl"));

@@ -1,0 +1,82 @@
+// `fusekit build`'s choice per bucket: the records it used and those it
+// passed over, with the reasons, from a real SQLite store.
+#include "generator/package/record_selection.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace fusekit {
+namespace {
+
+TuningRecord rec(const std::string& params, double us, const std::string& cuda, RecordStatus status = RecordStatus::kOk) {
+  TuningRecord r;
+  r.id = new_record_id();
+  r.pipeline_hash = "abc123";
+  r.pipeline_text = "layout flat; out = x";
+  r.pattern = "relu_add";
+  r.dtype = "f32";
+  r.shape = "4096";
+  r.shape_bucket = "n<=2^12";
+  r.arch = "sm_90";
+  r.gpu_name = status == RecordStatus::kModeled ? "model" : "NVIDIA H200";
+  r.sm_count = 132;
+  r.driver_version = "580.95.05";
+  r.cuda_version = cuda;
+  r.halide_version = "14.0.0";
+  r.fusekit_version = "0.1.0";
+  r.backend = "nvrtc";
+  r.params = params;
+  r.status = status;
+  r.median_us = us;
+  r.timestamp = utc_timestamp();
+  return r;
+}
+
+class RecordSelection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() / ("fusekit_selection_" + std::to_string(getpid()) + ".db")).string();
+    std::filesystem::remove(path_);
+    db_ = open_tune_db(path_, OpenMode::kCreate);
+  }
+  void TearDown() override {
+    db_.reset();
+    std::filesystem::remove(path_);
+  }
+  std::string path_;
+  std::unique_ptr<TuneDb> db_;
+  const TuneKey key_{"abc123", "f32", "n<=2^12", "sm_90"};
+};
+
+TEST_F(RecordSelection, NamesTheWinnerAndWhatPassedOverWhy) {
+  const TuningRecord stale = rec("threads=256", 3.0, "12.4");
+  const TuningRecord fresh = rec("threads=128", 4.0, "13.0");
+  const TuningRecord modeled = rec("threads=64", 1.0, "13.0", RecordStatus::kModeled);
+  db_->commit({stale, fresh, rec("threads=128", 4.5, "13.0"), modeled});
+  RecordOrigin target{"NVIDIA H200", 132, "580", "13.0", "14.0.0", "0.1.0"};
+  const BucketChoice c = choose_bucket_record(*db_, key_, target, "relu_add f32");
+  ASSERT_TRUE(c.best.has_value());
+  EXPECT_EQ(c.best->id, fresh.id);
+  const std::string& e = c.explanation;
+  const std::string head = "relu_add f32 sm_90 n<=2^12: nvrtc 'threads=128' 4.00 us (ok, record " + fresh.id.substr(0, 8);
+  EXPECT_EQ(e.rfind(head, 0), 0u) << e;
+  EXPECT_NE(e.find("ranked among 2 records of 1 schedules"), std::string::npos) << e;
+  EXPECT_NE(e.find("passed over 2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("1 stale: CUDA 12.4 (not 13.0) [" + stale.id.substr(0, 8) + "]"), std::string::npos) << e;
+  EXPECT_NE(e.find("1 modeled; measured records rank first [" + modeled.id.substr(0, 8) + "]"), std::string::npos)
+      << e;
+  // Built for CUDA 12.4, the other record is the one that matches.
+  target.cuda_version = "12.4";
+  EXPECT_EQ(choose_bucket_record(*db_, key_, target, "relu_add f32").best->id, stale.id);
+}
+
+TEST_F(RecordSelection, AKeyWithoutRecordsHasNoChoice) {
+  const BucketChoice c = choose_bucket_record(*db_, key_, {}, "relu_add f32");
+  EXPECT_FALSE(c.best.has_value());
+  EXPECT_EQ(c.explanation, "");
+}
+
+}  // namespace
+}  // namespace fusekit

@@ -1,0 +1,90 @@
+// The ranking every store shares, on hand-made rows (in the stores' order).
+#include "tunedb/winner_selection.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace fusekit {
+namespace {
+
+TuningRecord timed(const std::string& params, double us, const std::string& gpu = "NVIDIA H200",
+                   const std::string& cuda = "13.0", RecordStatus status = RecordStatus::kOk) {
+  TuningRecord r;
+  r.id = new_record_id();
+  r.backend = "nvrtc";
+  r.shape = "4096";
+  r.params = params;
+  r.median_us = us;
+  r.status = status;
+  r.gpu_name = gpu;
+  r.sm_count = gpu == "NVIDIA H200" ? 132 : 108;
+  r.driver_version = "580.95.05";
+  r.cuda_version = cuda;
+  r.halide_version = "14.0.0";
+  r.fusekit_version = "0.1.0";
+  r.timestamp = "2026-12-01T00:00:00Z";
+  return r;
+}
+
+// The stores' order: measured first, then fastest.
+std::vector<TuningRecord> ordered(std::vector<TuningRecord> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    if ((a.status == RecordStatus::kOk) != (b.status == RecordStatus::kOk)) return a.status == RecordStatus::kOk;
+    return a.median_us < b.median_us;
+  });
+  return rows;
+}
+
+RecordOrigin h200() { return {"NVIDIA H200", 132, "580", "13.0", "14.0.0", "0.1.0"}; }
+
+TEST(WinnerSelection, StalenessNamesEveryFieldThatDiffers) {
+  EXPECT_EQ(driver_major("580.95.05"), "580");
+  EXPECT_EQ(staleness(timed("a", 1), h200()), "");
+  EXPECT_EQ(staleness(timed("a", 1, "NVIDIA A100", "12.4"), h200()),
+            "GPU NVIDIA A100 (not NVIDIA H200), 108 SMs (not 132), CUDA 12.4 (not 13.0)");
+  // An empty target field matches anything.
+  EXPECT_EQ(staleness(timed("a", 1, "NVIDIA A100", "12.4"), RecordOrigin{}), "");
+  // Modeled records ran on no GPU: only the toolchain counts.
+  EXPECT_EQ(staleness(timed("a", 1, "model", "13.0", RecordStatus::kModeled), h200()), "");
+}
+
+// A faster stale record never beats a matching one, nor joins its median.
+TEST(WinnerSelection, MatchingRecordsRankAboveStaleOnes) {
+  const auto rows = ordered({timed("threads=128", 9.0, "NVIDIA A100"), timed("threads=256", 12.0),
+                             timed("threads=256", 8.0, "NVIDIA A100"), timed("threads=64", 11.0)});
+  const Selection sel = select_winner(rows, h200());
+  ASSERT_TRUE(sel.best.has_value());
+  EXPECT_EQ(sel.best->params, "threads=64");
+  EXPECT_EQ(sel.used.size(), 2u);
+  ASSERT_EQ(sel.passed_over.size(), 2u);
+  for (const auto& p : sel.passed_over) EXPECT_NE(p.reason.find("GPU NVIDIA A100"), std::string::npos) << p.reason;
+  // Without a target all four compete: threads=256's median of 8 and 12 is 8.
+  EXPECT_EQ(select_winner(rows).best->params, "threads=256");
+  EXPECT_DOUBLE_EQ(select_winner(rows).best->median_us, 8.0);
+}
+
+// With nothing matching, the closest single origin ranks, others pass over.
+TEST(WinnerSelection, OnlyTheClosestStaleOriginRanks) {
+  const auto rows = ordered({timed("threads=128", 5.0, "NVIDIA A100", "12.4"), timed("threads=256", 7.0, "NVIDIA H200", "12.4")});
+  const Selection sel = select_winner(rows, h200());
+  ASSERT_TRUE(sel.best.has_value());
+  EXPECT_EQ(sel.best->params, "threads=256");  // one field off, not three
+  ASSERT_EQ(sel.passed_over.size(), 1u);
+  EXPECT_NE(sel.passed_over[0].reason.find("closer origin"), std::string::npos) << sel.passed_over[0].reason;
+}
+
+TEST(WinnerSelection, MeasuredBeatsModeledAndModeledAnswersAlone) {
+  const auto rows = ordered({timed("threads=128", 1.0, "model", "13.0", RecordStatus::kModeled), timed("threads=256", 7.0)});
+  Selection sel = select_winner(rows, h200());
+  EXPECT_EQ(sel.best->params, "threads=256");
+  ASSERT_EQ(sel.passed_over.size(), 1u);
+  EXPECT_NE(sel.passed_over[0].reason.find("modeled"), std::string::npos);
+  sel = select_winner(ordered({timed("threads=128", 2.0, "model", "13.0", RecordStatus::kModeled),
+                               timed("threads=64", 1.0, "model", "13.0", RecordStatus::kModeled)}), h200());
+  EXPECT_EQ(sel.best->params, "threads=64");
+  EXPECT_FALSE(select_winner({}).best.has_value());
+}
+
+}  // namespace
+}  // namespace fusekit
