@@ -1,0 +1,84 @@
+"""Building and loading the C++ operator library (csrc/fusekit_ops.cpp).
+
+It is compiled once per torch version with torch.utils.cpp_extension.load
+(ninja, a C++ compiler; no GPU and no nvcc: the file has no device code).
+With PyTorch's c10/cuda headers and the CUDA runtime headers at hand it
+launches on PyTorch's current stream; without them, on the legacy default
+stream (has_current_stream() says which).
+"""
+
+import glob
+import os
+import threading
+
+import torch
+
+_lock = threading.Lock()
+_module = None
+_packages = {}
+
+
+def _cuda_include():
+    """A folder with cuda_runtime_api.h: $CUDA_HOME's, else the pip CUDA runtime's."""
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDAToolkit_ROOT", ""), "/usr/local/cuda"]
+    for root in roots:
+        if root and os.path.isfile(os.path.join(root, "include", "cuda_runtime_api.h")):
+            return os.path.join(root, "include")
+    site = os.path.dirname(os.path.dirname(torch.__file__))
+    for hit in glob.glob(os.path.join(site, "nvidia", "**", "include", "cuda_runtime_api.h"), recursive=True):
+        return os.path.dirname(hit)
+    return None
+
+
+def _build_flags():
+    torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
+    cuda_inc = _cuda_include()
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    have = (cuda_inc and os.path.isfile(os.path.join(torch_include, "c10", "cuda", "CUDAStream.h"))
+            and glob.glob(os.path.join(lib, "libc10_cuda.so*")))
+    if not have:
+        return [], [], ["-ldl"]
+    return ["-DFUSEKIT_HAVE_C10_CUDA"], [cuda_inc], ["-ldl", f"-L{lib}", "-lc10_cuda"]
+
+
+def library():
+    """The compiled module (built on first use, then cached by torch)."""
+    global _module
+    with _lock:
+        if _module is None:
+            from torch.utils.cpp_extension import load
+            src = os.path.join(os.path.dirname(os.path.dirname(__file__)), "csrc", "fusekit_ops.cpp")
+            cflags, includes, ldflags = _build_flags()
+            _module = load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
+                           extra_include_paths=includes, extra_ldflags=ldflags,
+                           build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
+        return _module
+
+
+def _build_dir():
+    d = os.environ.get("FUSEKIT_TORCH_BUILD")
+    if not d:
+        return None
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def load_package(package_dir):
+    """The handle of a package folder's kernel library, opened once per process."""
+    key = os.path.realpath(package_dir)
+    lib = library()
+    with _lock:
+        if key not in _packages:
+            _packages[key] = lib.load_package(key)
+        return _packages[key]
+
+
+def register_op(package_dir, name, dtype, layout, inputs, axes, outputs, params):
+    """An op id for torch.ops.fusekit.launch."""
+    from ..plan_file import LAYOUTS
+    return library().register_op(load_package(package_dir), name, dtype, LAYOUTS.index(layout), list(inputs),
+                                 [int(a) for a in axes], list(outputs), [float(p) for p in params])
+
+
+def launch(op_id, inputs):
+    return torch.ops.fusekit.launch(op_id, inputs)
