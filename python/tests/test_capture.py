@@ -9,6 +9,7 @@ import torch
 import patterns
 from fusekit import graph_json
 from fusekit.torch import capture
+from fusekit.torch import export as fk_export
 
 
 def _graph(tmp_path, module, inputs, dims=None, **kw):
@@ -120,7 +121,7 @@ def test_resnet_batchnorm_relu_and_add_relu(tmp_path):
 
 def test_names_are_fx_node_names(tmp_path):
     module = patterns.BertFfn()
-    gm, _ = __import__("fusekit.torch.capture", fromlist=["export"]).export(module, (torch.randn(2, 8, 32),))
+    gm, _ = fk_export(module, (torch.randn(2, 8, 32),))
     fx_names = {n.name for n in gm.graph.nodes}
     g = _graph(tmp_path, module, (torch.randn(2, 8, 32),))
     assert {n["name"].split("::")[0] for n in g["nodes"]} <= fx_names

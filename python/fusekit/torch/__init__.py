@@ -7,7 +7,7 @@
 or torch.compile(model, backend="fusekit", options={"package": "kernels/"}).
 """
 
-from .capture import capture, export, graph_from_module
+from .graph_capture import capture, export, graph_from_module
 from .optimize import explain, optimize
 
 __all__ = ["capture", "export", "graph_from_module", "optimize", "explain"]

@@ -6,7 +6,7 @@ import os
 import tempfile
 
 from .. import plan_file
-from . import capture as _capture
+from . import graph_capture as _capture
 from .package import Package
 from .rewrite import Rewriter
 

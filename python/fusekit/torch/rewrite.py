@@ -14,7 +14,7 @@ from typing import List, Optional
 import torch
 from torch.fx.passes.tools_common import legalize_graph
 
-from . import capture
+from . import graph_capture as capture
 from .aten_map import SEP
 from .package import Package
 
