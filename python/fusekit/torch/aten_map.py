@@ -13,10 +13,11 @@ _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
            "minimum": "Min", "gt": "Greater", "lt": "Less", "ge": "GreaterOrEqual", "le": "LessOrEqual",
            "eq": "Equal"}
 _UNARY = {"neg": "Neg", "exp": "Exp", "log": "Log", "tanh": "Tanh", "sigmoid": "Sigmoid", "relu": "Relu",
-          "erf": "Erf", "sqrt": "Sqrt", "abs": "Abs", "reciprocal": "Reciprocal"}
+          "erf": "Erf", "sqrt": "Sqrt", "abs": "Abs", "reciprocal": "Reciprocal", "cos": "Cos", "sin": "Sin"}
 _IDENTITY = {"clone", "contiguous", "alias", "detach", "dropout", "lift_fresh_copy"}
 _REDUCE = {"mean": "ReduceMean", "sum": "ReduceSum", "amax": "ReduceMax", "amin": "ReduceMin"}
 _MATMUL = {"mm", "bmm", "matmul"}
+_IN_PLACE = set(_BINARY) | set(_UNARY) | {"silu", "gelu", "clamp", "hardtanh"}
 
 
 def _arg(node, i, name, default=None):
@@ -189,6 +190,8 @@ def lower(w, n):
     """Emits the graph nodes for one FX call_function node."""
     full = n.target.__name__          # "add.Tensor"
     packet = full.split(".")[0]       # "add"
+    if packet.endswith("_") and not packet.startswith("_") and packet[:-1] in _IN_PLACE:
+        packet = packet[:-1]          # relu_, add_: the value is the out-of-place op's
     if packet in _BINARY:
         return _binary(w, n, _BINARY[packet])
     if packet == "rsub":
@@ -232,6 +235,9 @@ def lower(w, n):
         return _softmax(w, n, "LogSoftmax")
     if packet in _REDUCE and "dim" in full or packet == "amax":
         return _reduce(w, n, _REDUCE[packet])
+    if packet == "cat":
+        ins = [w.value(t, None, n, i) for i, t in enumerate(n.args[0])]
+        return w.emit(n.name, "Concat", ins, [w.out(n)], {"axis": int(_arg(n, 1, "dim", 0))})
     if packet in ("conv2d", "convolution"):
         try:
             return _conv(w, n)

@@ -100,6 +100,19 @@ class _Region:
         raise Fallback(f"input tensor '{tensor}' is not a value of the FX graph (a literal or an inner part)")
 
 
+def _check_in_place(node, inside):
+    """An in-place op (relu_, add_) in a region: its target must not be read
+    after it, since the kernel writes a new tensor instead."""
+    packet = node.target.__name__.split(".")[0]
+    if not packet.endswith("_") or packet.startswith("_"):
+        return
+    target = node.args[0]
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    later = [u.name for u in target.users if u is not node and order[u] > order[node] and u not in inside]
+    if later:
+        raise Fallback(f"'{node.name}' changes '{target.name}' in place and {later} read it afterwards")
+
+
 def _is_batch_norm(node):
     return node.target.__name__.split(".")[0] in ("batch_norm", "_native_batch_norm_legit_no_training")
 
@@ -220,6 +233,8 @@ class Rewriter:
                 if user not in inside and node not in outputs:
                     raise Fallback(f"node '{node.name}' is used by '{user.name}' outside the region "
                                    "but is not one of its outputs")
+        for node in region.whole:
+            _check_in_place(node, inside)
         full = entry.full_inputs()
         if not full:
             raise Fallback("no full-shape input to take the region's shape from")
