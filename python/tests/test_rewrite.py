@@ -167,3 +167,20 @@ def test_compile_backend_with_an_empty_plan_runs_the_graph(package, oplib):
                                                                 "arch": "sm_90"})
         torch.testing.assert_close(compiled(x, y), m(x, y))
     assert fk.explain(backend.last()).splitlines()[0] == "0 of 0 regions call fusekit kernels"
+
+
+def test_region_sources_resolve_to_eager_values(package, oplib):
+    """What the GPU check feeds each kernel: eager's values of the region's inputs."""
+    from fusekit.torch import verify
+    m = patterns.BiasGeluReluAdd().eval()
+    x, y = _inputs()
+    gm = fk.optimize(m, package, (x, y), plan=_plan([_bias_gelu(), _relu_add()]), arch="sm_90")
+    first, second = gm.fusekit_regions
+    assert first.sources == [("matmul", "linear"), ("node", "lin_bias")] and first.outputs == ["gelu"]
+    assert second.sources == [("node", "gelu"), ("node", "y")] and second.outputs == ["add"]
+    ref_gm, values = verify.eager_values(m, (x, y))
+    ins = verify._inputs(first, ref_gm, values, gm)
+    with torch.no_grad():
+        torch.testing.assert_close(ins[0], x @ m.lin.weight.T)
+        torch.testing.assert_close(ins[1], m.lin.bias)
+        torch.testing.assert_close(values["gelu"], torch.nn.functional.gelu(m.lin(x)))

@@ -29,6 +29,9 @@ class Region:
     replaced: bool
     detail: str                      # the kernel taken, or why not
     shape: list = field(default_factory=list)
+    op_id: int = -1
+    sources: list = field(default_factory=list)   # per kernel input: ("node"|"matmul"|"attr", name)
+    outputs: list = field(default_factory=list)   # the original FX nodes the kernel's outputs replace
 
     def line(self):
         what = "kernel  " if self.replaced else "fallback"
@@ -204,13 +207,14 @@ class Rewriter:
         self.shapes, self.allow_ptx, self.register = shapes, allow_ptx, register
         self.regions: List[Region] = []
         self.renamed = {}  # tensor name -> the getitem that now holds it
+        self.original = {}  # that getitem -> the tensor name
 
     def run(self):
         for entry in self.plan.entries:
             for k, occ in enumerate(entry.occurrences):
                 try:
-                    detail, shape = self._replace(entry, occ)
-                    self.regions.append(Region(entry.name, k, occ.nodes, True, detail, shape))
+                    detail, shape, op_id, sources, outs = self._replace(entry, occ)
+                    self.regions.append(Region(entry.name, k, occ.nodes, True, detail, shape, op_id, sources, outs))
                 except Fallback as why:
                     self.regions.append(Region(entry.name, k, occ.nodes, False, str(why), list(occ.shape)))
         self.gm.graph.eliminate_dead_code()
@@ -255,8 +259,17 @@ class Rewriter:
         choice = self.package.choose(entry.name, entry.dtype, self.sm, elements, rows, self.shapes, self.allow_ptx)
         if not choice.replace:
             raise Fallback(choice.reason)
-        self._splice(entry, region, inputs, outputs, out_val)
-        return choice.describe(), [int(d) if concrete else str(d) for d in shape]
+        sources = [self._source(node) for node in inputs]
+        outs = [node.name for node in outputs]
+        op_id = self._splice(entry, region, inputs, outputs, out_val)
+        return choice.describe(), [int(d) if concrete else str(d) for d in shape], op_id, sources, outs
+
+    def _source(self, node):
+        if isinstance(node, tuple):
+            return ("matmul", node[1].name)
+        if node.op == "get_attr":
+            return ("attr", node.target)
+        return ("node", self.original.get(node, node.name))
 
     def _check_shapes(self, entry, vals, shape):
         for name, v in vals.items():
@@ -301,10 +314,12 @@ class Rewriter:
             get.meta["val"] = node.meta.get("val")
             node.replace_all_uses_with(get)
             self.renamed[node.name] = get
+            self.original[get] = node.name
         launch.meta["val"] = [o.meta.get("val") for o in outputs]
         for node in sorted(list(region.whole) + list(region.split.values()), key=_position(g), reverse=True):
             if not node.users:
                 g.erase_node(node)
+        return op_id
 
 
 def _bias_free(g, node):
