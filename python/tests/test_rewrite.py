@@ -176,7 +176,7 @@ def test_region_sources_resolve_to_eager_values(package, oplib):
     x, y = _inputs()
     gm = fk.optimize(m, package, (x, y), plan=_plan([_bias_gelu(), _relu_add()]), arch="sm_90")
     first, second = gm.fusekit_regions
-    assert first.sources == [("matmul", "linear"), ("node", "lin_bias")] and first.outputs == ["gelu"]
+    assert first.sources == [("matmul", "linear"), ("attr", "lin.bias")] and first.outputs == ["gelu"]
     assert second.sources == [("node", "gelu"), ("node", "y")] and second.outputs == ["add"]
     ref_gm, values = verify.eager_values(m, (x, y))
     ins = verify._inputs(first, ref_gm, values, gm)

@@ -3,6 +3,8 @@ each kernel is called on the values eager PyTorch computes for its inputs,
 and its outputs are compared with eager's values of the nodes it replaced
 (one region at a time, so errors do not compound through the model)."""
 
+import operator
+
 import torch
 from torch.fx import Interpreter
 
@@ -27,7 +29,7 @@ def _inputs(region, gm, values, optimized):
         if kind == "node":
             out.append(values[name])
         elif kind == "attr":
-            out.append(getattr(optimized, name))
+            out.append(operator.attrgetter(name)(optimized))
         else:  # the matmul of a linear whose bias the kernel adds
             node = next(n for n in gm.graph.nodes if n.name == name)
             a = [values[x.name] if isinstance(x, torch.fx.Node) else x for x in node.args]
