@@ -38,9 +38,10 @@ def _inputs(region, gm, values, optimized):
     return out
 
 
-def check_regions(module, example_inputs, optimized, dims=None):
-    """One dict per replaced region: entry, occurrence, worst error, ok."""
-    gm, values = eager_values(module, example_inputs, dims)
+def check_regions(module, example_inputs, optimized, dims=None, reference=None):
+    """One dict per replaced region: entry, occurrence, worst error, ok.
+    reference: eager_values()' result, when the caller has it already."""
+    gm, values = reference or eager_values(module, example_inputs, dims)
     report = []
     for region in getattr(optimized, "fusekit_regions", []):
         if not region.replaced:
