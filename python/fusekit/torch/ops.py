@@ -8,7 +8,11 @@ stream (has_current_stream() says which).
 """
 
 import glob
+import importlib.util
 import os
+import subprocess
+import sysconfig
+import tempfile
 import threading
 
 import torch
@@ -46,13 +50,40 @@ def library():
     global _module
     with _lock:
         if _module is None:
-            from torch.utils.cpp_extension import load
+            from torch.utils.cpp_extension import is_ninja_available, load
             src = os.path.join(os.path.dirname(os.path.dirname(__file__)), "csrc", "fusekit_ops.cpp")
             cflags, includes, ldflags = _build_flags()
+            if os.environ.get("FUSEKIT_NO_NINJA") or not is_ninja_available():
+                _module = _compile_direct(src, cflags, includes, ldflags)
+                return _module
             _module = load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
                            extra_include_paths=includes, extra_ldflags=ldflags,
                            build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
         return _module
+
+
+def _compile_direct(src, cflags, includes, ldflags):
+    """The same library with one compiler call, where ninja (which
+    cpp_extension.load needs) is not installed."""
+    from torch.utils import cpp_extension as ce
+    name = "fusekit_torch_ops"
+    d = _build_dir() or os.path.join(tempfile.gettempdir(), f"fusekit_torch_ops_{torch.__version__}")
+    os.makedirs(d, exist_ok=True)
+    so = os.path.join(d, name + "_direct" + sysconfig.get_config_var("EXT_SUFFIX"))
+    if not os.path.isfile(so) or os.path.getmtime(so) < os.path.getmtime(src):
+        abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+        cmd = [os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O2", "-std=c++20", src, "-o", so + ".tmp",
+               f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+               *cflags, *[f"-I{p}" for p in [*ce.include_paths(), *includes, sysconfig.get_paths()["include"]]],
+               *[f"-L{p}" for p in ce.library_paths()], "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", *ldflags]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"building {src} failed:\n{' '.join(cmd)}\n{done.stderr[-4000:]}")
+        os.replace(so + ".tmp", so)
+    spec = importlib.util.spec_from_file_location(name, so)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _build_dir():
