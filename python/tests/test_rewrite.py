@@ -184,3 +184,25 @@ def test_region_sources_resolve_to_eager_values(package, oplib):
         torch.testing.assert_close(ins[0], x @ m.lin.weight.T)
         torch.testing.assert_close(ins[1], m.lin.bias)
         torch.testing.assert_close(values["gelu"], torch.nn.functional.gelu(m.lin(x)))
+
+
+def test_dynamic_batch_takes_the_kernel_per_call(package, oplib):
+    m = patterns.BiasGeluReluAdd()
+    dims = {"x": {0: "batch"}, "y": {0: "batch"}}
+    gm = fk.optimize(m, package, _inputs(), dims=dims, plan=_plan([_relu_add()]), arch="sm_90")
+    text = fk.explain(gm)
+    assert "1 of 1 regions call fusekit kernels" in text and "shape step 'per call (dynamic shape)'" in text
+    assert "shape ['batch', 16, 64]" in text
+
+
+def test_optimize_uses_the_plan_a_package_records(package, oplib, tmp_path):
+    import json
+    import shutil
+    pkg = tmp_path / "pkg"
+    shutil.copytree(package, pkg)
+    manifest = pkg / "share" / "fusekit_kernels" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["plan"] = dict(_plan([_relu_add()]), model="biasgelureluadd")
+    manifest.write_text(json.dumps(data))
+    gm = fk.optimize(patterns.BiasGeluReluAdd(), str(pkg), _inputs(), arch="sm_90")
+    assert "1 of 1 regions call fusekit kernels" in fk.explain(gm)

@@ -29,9 +29,9 @@ def _plan_for(gm, name, symbols, package, plan, fusekit_bin):
         return plan_file.load_plan(out)
 
 
-def rewrite_module(gm, package_dir, plan, arch=None, shapes="exact", allow_ptx=False):
+def rewrite_module(gm, package_dir, plan, arch=None, shapes="exact", allow_ptx=False, symbols=None):
     """Rewrites an exported GraphModule in place; returns it with its report."""
-    rw = Rewriter(gm, plan, package_dir, arch=arch, shapes=shapes, allow_ptx=allow_ptx)
+    rw = Rewriter(gm, plan, package_dir, arch=arch, shapes=shapes, allow_ptx=allow_ptx, symbols=symbols)
     gm.fusekit_regions = rw.run()
     return gm
 
@@ -51,15 +51,25 @@ def optimize(module, package_dir, example_inputs, dims=None, plan=None, name=Non
     name = name or type(module).__name__.lower()
     package = Package(package_dir)
     chosen = _plan_for(gm, name, symbols, package, plan, fusekit_bin)
-    return rewrite_module(gm, package_dir, chosen, arch=arch, shapes=shapes, allow_ptx=allow_ptx)
+    return rewrite_module(gm, package_dir, chosen, arch=arch, shapes=shapes, allow_ptx=allow_ptx, symbols=symbols)
 
 
-def explain(module):
-    """One line per plan region: the kernel it took, or why it kept its ops."""
+def explain(module, runtime=None):
+    """One line per plan region: the kernel it took, or why it kept its ops.
+    runtime (default: when a CUDA device is present): add the package
+    runtime's own choice for each replaced region (fusekit_explain)."""
     regions = getattr(module, "fusekit_regions", None)
     if regions is None:
         raise ValueError("this module was not made by fusekit.torch.optimize or the fusekit torch.compile backend")
+    if runtime is None:
+        import torch
+        runtime = torch.cuda.is_available()
     taken = sum(r.replaced for r in regions)
     lines = [f"{taken} of {len(regions)} regions call fusekit kernels"]
-    lines += [r.line() for r in regions]
+    for r in regions:
+        line = r.line()
+        if runtime and r.replaced and all(isinstance(d, int) for d in r.shape):
+            from . import ops
+            line += f" | runtime: {ops.library().explain(r.op_id, list(r.shape), 256)}"
+        lines.append(line)
     return "\n".join(lines)

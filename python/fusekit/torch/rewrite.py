@@ -199,8 +199,10 @@ def _elements(layout, shape):
 
 
 class Rewriter:
-    def __init__(self, gm, plan, package_dir, arch=None, shapes="exact", allow_ptx=False, register=True):
+    def __init__(self, gm, plan, package_dir, arch=None, shapes="exact", allow_ptx=False, register=True,
+                 symbols=None):
         self.gm, self.plan = gm, plan
+        self.symbols = symbols or {}  # sympy symbol -> the capture's dim name, for messages
         self.package_dir = package_dir
         self.package = Package(package_dir)
         self.sm = _sm(arch)
@@ -262,7 +264,8 @@ class Rewriter:
         sources = [self._source(node) for node in inputs]
         outs = [node.name for node in outputs]
         op_id = self._splice(entry, region, inputs, outputs, out_val)
-        return choice.describe(), [int(d) if concrete else str(d) for d in shape], op_id, sources, outs
+        names = [d if isinstance(d, int) else self.symbols.get(str(d), str(d)) for d in shape]
+        return choice.describe(), names, op_id, sources, outs
 
     def _source(self, node):
         if isinstance(node, tuple):
