@@ -206,3 +206,25 @@ def test_optimize_uses_the_plan_a_package_records(package, oplib, tmp_path):
     manifest.write_text(json.dumps(data))
     gm = fk.optimize(patterns.BiasGeluReluAdd(), str(pkg), _inputs(), arch="sm_90")
     assert "1 of 1 regions call fusekit kernels" in fk.explain(gm)
+
+
+def test_compile_backend_replaces_a_region_of_dynamos_graph(package, oplib):
+    """The plan names the nodes of the graph the backend exports from dynamo's:
+    learn them with an empty plan, then compile with a plan for relu + add."""
+    m = patterns.BiasGeluReluAdd().eval()
+    x, y = _inputs()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(m, backend="fusekit", options={"package": package, "plan": _plan([]), "arch": "sm_90"})(x, y)
+    nodes = {str(n.target): n for n in backend.last().graph.nodes if n.op == "call_function"}
+    relu, add = nodes["aten.relu.default"], nodes["aten.add.Tensor"]
+    plan = _plan([{"name": "relu_add", "expr": "out = relu(x) + y", "dtype": "f32", "sizes": ["4096"],
+                   "occurrences": [{"nodes": [relu.name, add.name],
+                                    "inputs": {"x": relu.args[0].name, "y": add.args[1].name},
+                                    "outputs": {"out": add.name}, "shape": [4, 16, 64]}]}])
+    torch._dynamo.reset()
+    compiled = torch.compile(m, backend="fusekit", options={"package": package, "plan": plan, "arch": "sm_90"})
+    with torch.no_grad(), pytest.raises(Exception, match=r"input 'x \(.*\)' is on cpu"):
+        compiled(x, y)  # the kernel is called inside the compiled graph: its device check fires
+    assert fk.explain(backend.last()).splitlines()[0] == "1 of 1 regions call fusekit kernels"
+    assert "fusekit.launch.default" in _targets(backend.last())

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <torch/extension.h>
 #include <torch/library.h>
 
 #if defined(FUSEKIT_HAVE_C10_CUDA)
@@ -71,7 +70,7 @@ at::ScalarType scalar_of(const std::string& dtype) {
   TORCH_CHECK_VALUE(false, "fusekit: dtype '", dtype, "' has no kernels; packages hold f32, f16 and bf16");
 }
 
-int64_t load_package(const std::string& dir) {
+int64_t load_package(std::string dir) {
   const std::string so = dir + "/lib/libfusekit_kernels.so";
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   TORCH_CHECK_VALUE(h, "fusekit: cannot load the package library '", so, "': ", dlerror(),
@@ -89,7 +88,7 @@ int64_t load_package(const std::string& dir) {
   return static_cast<int64_t>(packages.size() - 1);
 }
 
-int64_t register_op(int64_t package, const std::string& name, const std::string& dtype, int64_t layout,
+int64_t register_op(int64_t package, std::string name, std::string dtype, int64_t layout,
                     std::vector<std::string> inputs, std::vector<int64_t> axes, std::vector<std::string> outputs,
                     std::vector<double> params) {
   std::lock_guard<std::mutex> lock(registry_mutex);
@@ -262,8 +261,17 @@ bool has_current_stream() {
 
 }  // namespace
 
+// The registry calls are operators too (no tensors: catch-all kernels), so the
+// library is a plain torch.ops library: no Python bindings, loadable by
+// torch.ops.load_library in any process.
 TORCH_LIBRARY(fusekit, m) {
   m.def("launch(int op, Tensor[] inputs) -> Tensor[]");
+  m.def("load_package(str path) -> int", &load_package);
+  m.def("register_op(int package, str name, str dtype, int layout, str[] inputs, int[] axes, str[] outputs, "
+        "float[] params) -> int",
+        &register_op);
+  m.def("explain(int op, int[] sizes, int alignment) -> str", &explain);
+  m.def("has_current_stream() -> bool", &has_current_stream);
 }
 
 // CPU tensors reach the same kernel so that the device check names the tensor
@@ -271,10 +279,3 @@ TORCH_LIBRARY(fusekit, m) {
 TORCH_LIBRARY_IMPL(fusekit, CUDA, m) { m.impl("launch", &launch_device); }
 TORCH_LIBRARY_IMPL(fusekit, CPU, m) { m.impl("launch", &launch_device); }
 TORCH_LIBRARY_IMPL(fusekit, Meta, m) { m.impl("launch", &launch_meta); }
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("load_package", &load_package, "Opens a package folder's lib/libfusekit_kernels.so; returns its handle");
-  m.def("register_op", &register_op, "Registers a package op for fusekit::launch; returns its id");
-  m.def("explain", &explain, "Which kernel the package takes for a shape, and why");
-  m.def("has_current_stream", &has_current_stream, "Whether launches go to PyTorch's current CUDA stream");
-}

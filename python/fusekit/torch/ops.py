@@ -8,10 +8,8 @@ stream (has_current_stream() says which).
 """
 
 import glob
-import importlib.util
 import os
 import subprocess
-import sysconfig
 import tempfile
 import threading
 
@@ -45,8 +43,28 @@ def _build_flags():
     return ["-DFUSEKIT_HAVE_C10_CUDA"], [cuda_inc], ["-ldl", f"-L{lib}", "-lc10_cuda"]
 
 
+class _Library:
+    """The loaded operator library: its path and the registry operators."""
+
+    def __init__(self, path):
+        self.path = path
+        self.ops = torch.ops.fusekit
+
+    def load_package(self, path):
+        return self.ops.load_package(path)
+
+    def register_op(self, *args):
+        return self.ops.register_op(*args)
+
+    def explain(self, op_id, sizes, alignment):
+        return self.ops.explain(op_id, list(sizes), alignment)
+
+    def has_current_stream(self):
+        return self.ops.has_current_stream()
+
+
 def library():
-    """The compiled module (built on first use, then cached by torch)."""
+    """The loaded operator library (built on first use, then cached)."""
     global _module
     with _lock:
         if _module is None:
@@ -54,11 +72,12 @@ def library():
             src = os.path.join(os.path.dirname(os.path.dirname(__file__)), "csrc", "fusekit_ops.cpp")
             cflags, includes, ldflags = _build_flags()
             if os.environ.get("FUSEKIT_NO_NINJA") or not is_ninja_available():
-                _module = _compile_direct(src, cflags, includes, ldflags)
+                _module = _Library(_compile_direct(src, cflags, includes, ldflags))
                 return _module
-            _module = load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
-                           extra_include_paths=includes, extra_ldflags=ldflags,
-                           build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
+            path = load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
+                        extra_include_paths=includes, extra_ldflags=ldflags, is_python_module=False,
+                        build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
+            _module = _Library(path)
         return _module
 
 
@@ -69,21 +88,19 @@ def _compile_direct(src, cflags, includes, ldflags):
     name = "fusekit_torch_ops"
     d = _build_dir() or os.path.join(tempfile.gettempdir(), f"fusekit_torch_ops_{torch.__version__}")
     os.makedirs(d, exist_ok=True)
-    so = os.path.join(d, name + "_direct" + sysconfig.get_config_var("EXT_SUFFIX"))
+    so = os.path.join(d, f"lib{name}_direct.so")
     if not os.path.isfile(so) or os.path.getmtime(so) < os.path.getmtime(src):
         abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
         cmd = [os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O2", "-std=c++20", src, "-o", so + ".tmp",
-               f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
-               *cflags, *[f"-I{p}" for p in [*ce.include_paths(), *includes, sysconfig.get_paths()["include"]]],
-               *[f"-L{p}" for p in ce.library_paths()], "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", *ldflags]
+               f"-DTORCH_EXTENSION_NAME={name}", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+               *cflags, *[f"-I{p}" for p in [*ce.include_paths(), *includes]],
+               *[f"-L{p}" for p in ce.library_paths()], "-lc10", "-ltorch", "-ltorch_cpu", *ldflags]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"building {src} failed:\n{' '.join(cmd)}\n{done.stderr[-4000:]}")
         os.replace(so + ".tmp", so)
-    spec = importlib.util.spec_from_file_location(name, so)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    torch.ops.load_library(so)
+    return so
 
 
 def _build_dir():

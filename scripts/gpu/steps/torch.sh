@@ -31,7 +31,7 @@ print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', tr
 
 step operator library
 start=$(date +%s)
-python3 -c "from fusekit.torch import ops; m = ops.library(); print(m.__file__, 'current stream:', m.has_current_stream())" \
+python3 -c "from fusekit.torch import ops; m = ops.library(); print(m.path, 'current stream:', m.has_current_stream())" \
   >>"$log" 2>&1 || { echo "operator library build failed" | tee -a "$log"; exit 1; }
 echo "operator library built in $(( $(date +%s) - start )) s" | tee -a "$log"
 
