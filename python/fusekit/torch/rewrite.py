@@ -82,7 +82,8 @@ class _Region:
         packet = node.target.__name__.split(".")[0] if hasattr(node.target, "__name__") else ""
         extra = {"linear": ["transpose", "matmul"], "addmm": ["matmul"], "rsqrt": ["sqrt"], "silu": ["sigmoid"]}
         need = {node.name} | {node.name + SEP + p for p in extra.get(packet, [])}
-        if packet == "linear" and len(node.args) < 3 and "bias" not in node.kwargs:
+        bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+        if packet == "linear" and bias is None:
             need.discard(node.name + SEP + "matmul")
         if packet in ("add", "sub") and node.kwargs.get("alpha", 1) != 1:
             need.add(node.name + SEP + "alpha")

@@ -100,3 +100,22 @@ def test_operator_opcheck_on_cuda():
         torch.testing.assert_close(out[0], torch.ops.fusekit.launch(region.op_id, ins)[0])
     except RuntimeError as e:
         assert "fusekit op" in str(e)
+
+
+def test_inductor_reduce_overhead_over_the_optimized_module():
+    """torch.compile(mode="reduce-overhead") of the rewritten module: Inductor
+    keeps fusekit::launch as an extern call (its fake kernel) inside its CUDA graphs."""
+    d = next((d for d in CASES if "-b1-" in d), None)
+    if d is None:
+        pytest.skip("no batch-1 case built")
+    c = _case(d)
+    gm = optimize(c.module, os.path.join(d, "pkg"), c.inputs, plan=os.path.join(d, "plan.json"),
+                  name=c.name.replace("50", ""))
+    torch._dynamo.reset()
+    compiled = torch.compile(gm, mode="reduce-overhead")
+    with torch.no_grad():
+        plain = gm(*c.inputs)
+        for _ in range(3):
+            out = compiled(*c.inputs)
+    scale = plain.float().abs().max().item()
+    assert (out.float() - plain.float()).abs().max().item() <= 0.05 * scale
