@@ -8,6 +8,7 @@ optimize()'s arch, shapes, allow_ptx, fusekit_bin.
 """
 
 import os
+import warnings
 
 import torch
 
@@ -23,6 +24,11 @@ def fusekit_backend(gm, example_inputs, options=None, **kwargs):
     if not package_dir:
         raise ValueError('the fusekit backend needs a package: torch.compile(m, backend="fusekit", '
                          'options={"package": DIR}) or FUSEKIT_PACKAGE=DIR')
+    if not all(isinstance(t, torch.Tensor) for t in example_inputs):
+        # Dynamo's dynamic shapes pass sizes as SymInt inputs, which torch.export cannot take.
+        warnings.warn("fusekit backend: symbolic size inputs (dynamic=True) are not supported; the graph runs "
+                      "as it is. Compile with dynamic=False, or use fusekit.torch.optimize with dims=")
+        return gm.forward
     with torch.no_grad():
         ep = torch.export.export(gm, tuple(example_inputs))
     exported = ep.module()
