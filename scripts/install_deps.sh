@@ -22,3 +22,11 @@ if [ ! -f "$cuda_root/include/nvrtc.h" ] || [ ! -f "$cuda_root/include/cuda.h" ]
        "install the CUDA toolkit or set CUDAToolkit_ROOT" >&2
   exit 1
 fi
+# Python packages of the PyTorch tests (python/requirements-ci.txt), installed
+# only when one is missing: the PyPI torch wheel and its CUDA libraries are
+# several GB.
+req="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-ci.txt"
+if [ -f "$req" ] && ! python3 -c "import torch, pytest, ninja" 2>/dev/null; then
+  echo "fusekit: installing the Python test packages of $req" >&2
+  python3 -m pip install -q -r "$req"
+fi

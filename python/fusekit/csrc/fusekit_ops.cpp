@@ -1,0 +1,281 @@
+// fusekit's PyTorch operator library: calls the kernels of a built fusekit
+// package (its lib/libfusekit_kernels.so, opened with dlopen) from PyTorch.
+//
+// One generic operator, fusekit::launch(int op, Tensor[] inputs) -> Tensor[],
+// rather than one per package entry: the entries are only known once a
+// package is loaded (a model's plan names them), so per-entry operators would
+// need a library compiled per package, while one operator built once serves
+// every package. What differs per entry (package, op name, dtype, layout,
+// broadcast axes, scalar parameters, tensor names for messages) is
+// registered once (register_op) and referenced by an integer, so a call passes
+// one int and the tensors: no strings cross the dispatcher per call.
+//
+// Every argument check is a c10::ValueError (Python ValueError) naming the
+// tensor; a kernel's own failure is a RuntimeError with the package's message.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#if defined(FUSEKIT_HAVE_C10_CUDA)
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace {
+
+typedef struct CUstream_st* CUstream;
+using launch_fn = int (*)(const char*, const char*, const void* const*, int, void* const*, int, const float*, int,
+                          const int64_t*, int, CUstream);
+using explain_fn = int (*)(const char*, const char*, const int64_t*, int, int, char*, size_t);
+using last_error_fn = const char* (*)();
+
+struct Package {
+  std::string path;
+  void* handle = nullptr;
+  launch_fn launch = nullptr;
+  explain_fn explain = nullptr;
+  last_error_fn last_error = nullptr;
+};
+
+// The package's layouts (plan_file.LAYOUTS): how a full tensor's shape
+// becomes the domain fusekit_launch takes (outermost first).
+enum Layout { kFlat = 0, kRowCol = 1, kNchw = 2, kRows = 3 };
+
+struct Op {
+  const Package* package = nullptr;
+  std::string name, dtype;
+  at::ScalarType scalar = at::kFloat;
+  int layout = kFlat;
+  std::vector<std::string> inputs, outputs;  // "expr name (graph tensor)", for messages
+  std::vector<int64_t> axes;                 // per input: bit k = domain axis k (innermost first); 0 = full
+  std::vector<float> params;
+  int shape_of = 0;                          // a full input: the domain and the outputs' shape
+};
+
+std::mutex registry_mutex;
+std::vector<std::unique_ptr<Package>> packages;
+std::vector<std::unique_ptr<Op>> ops;
+
+at::ScalarType scalar_of(const std::string& dtype) {
+  if (dtype == "f32") return at::kFloat;
+  if (dtype == "f16") return at::kHalf;
+  if (dtype == "bf16") return at::kBFloat16;
+  TORCH_CHECK_VALUE(false, "fusekit: dtype '", dtype, "' has no kernels; packages hold f32, f16 and bf16");
+}
+
+int64_t load_package(std::string dir) {
+  const std::string so = dir + "/lib/libfusekit_kernels.so";
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  TORCH_CHECK_VALUE(h, "fusekit: cannot load the package library '", so, "': ", dlerror(),
+                    "; pass the folder `fusekit build --out` wrote");
+  auto p = std::make_unique<Package>();
+  p->path = dir;
+  p->handle = h;
+  p->launch = reinterpret_cast<launch_fn>(dlsym(h, "fusekit_launch"));
+  p->explain = reinterpret_cast<explain_fn>(dlsym(h, "fusekit_explain"));
+  p->last_error = reinterpret_cast<last_error_fn>(dlsym(h, "fusekit_last_error"));
+  TORCH_CHECK_VALUE(p->launch && p->explain && p->last_error, "fusekit: '", so,
+                    "' lacks fusekit_launch/fusekit_explain/fusekit_last_error; rebuild it with `fusekit build`");
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  packages.push_back(std::move(p));
+  return static_cast<int64_t>(packages.size() - 1);
+}
+
+int64_t register_op(int64_t package, std::string name, std::string dtype, int64_t layout,
+                    std::vector<std::string> inputs, std::vector<int64_t> axes, std::vector<std::string> outputs,
+                    std::vector<double> params) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  TORCH_CHECK_VALUE(package >= 0 && package < static_cast<int64_t>(packages.size()), "fusekit: no package ", package);
+  TORCH_CHECK_VALUE(layout >= kFlat && layout <= kRows, "fusekit: layout ", layout, " is not 0..3");
+  TORCH_CHECK_VALUE(inputs.size() == axes.size() && !inputs.empty() && !outputs.empty(),
+                    "fusekit: op '", name, "' needs one axes mask per input, and inputs and outputs");
+  auto op = std::make_unique<Op>();
+  op->package = packages[package].get();
+  op->name = name;
+  op->dtype = dtype;
+  op->scalar = scalar_of(dtype);
+  op->layout = static_cast<int>(layout);
+  op->inputs = std::move(inputs);
+  op->axes = std::move(axes);
+  op->outputs = std::move(outputs);
+  for (double p : params) op->params.push_back(static_cast<float>(p));
+  op->shape_of = -1;
+  for (size_t i = 0; i < op->axes.size() && op->shape_of < 0; ++i)
+    if (op->axes[i] == 0) op->shape_of = static_cast<int>(i);
+  TORCH_CHECK_VALUE(op->shape_of >= 0, "fusekit: op '", name, "' has no full-shape input to take its shape from");
+  ops.push_back(std::move(op));
+  return static_cast<int64_t>(ops.size() - 1);
+}
+
+const Op& op_at(int64_t id) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  TORCH_CHECK_VALUE(id >= 0 && id < static_cast<int64_t>(ops.size()), "fusekit: no registered op ", id,
+                    "; ops come from fusekit.torch.optimize in this process");
+  return *ops[id];
+}
+
+// The domain (outermost first) a full tensor of this shape gives the layout.
+std::vector<int64_t> domain_of(const Op& op, at::IntArrayRef sizes) {
+  int64_t numel = 1;
+  for (int64_t s : sizes) numel *= s;
+  switch (op.layout) {
+    case kFlat: return {numel};
+    case kRowCol:
+    case kRows: {
+      TORCH_CHECK_VALUE(!sizes.empty(), "fusekit op '", op.name, "': input '", op.inputs[op.shape_of],
+                        "' is a scalar; the kernel works on rows");
+      const int64_t cols = sizes.back();
+      return {cols ? numel / cols : 0, cols};
+    }
+    case kNchw: {
+      TORCH_CHECK_VALUE(sizes.size() >= 2, "fusekit op '", op.name, "': input '", op.inputs[op.shape_of],
+                        "' has ", sizes.size(), " dimensions; the kernel takes [N, C, ...]");
+      const int64_t spatial = sizes[0] * sizes[1] ? numel / (sizes[0] * sizes[1]) : 0;
+      return {sizes[0], sizes[1], spatial};
+    }
+  }
+  return {numel};
+}
+
+// Extent a broadcast input must have: the product of the domain axes it is
+// indexed by (domain is outermost first, axes bits innermost first).
+int64_t broadcast_extent(const std::vector<int64_t>& domain, int64_t mask) {
+  int64_t n = 1;
+  const int rank = static_cast<int>(domain.size());
+  for (int k = 0; k < rank; ++k)
+    if (mask >> k & 1) n *= domain[rank - 1 - k];
+  return n;
+}
+
+// dtype, shape and stride checks, shared by the real and the meta kernel;
+// returns the domain. Symbolic shapes (fake tensors while tracing) skip the
+// shape checks: the real call makes them.
+std::vector<int64_t> check_inputs(const Op& op, const std::vector<at::Tensor>& in) {
+  TORCH_CHECK_VALUE(in.size() == op.inputs.size(), "fusekit op '", op.name, "' takes ", op.inputs.size(),
+                    " inputs, got ", in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    TORCH_CHECK_VALUE(in[i].scalar_type() == op.scalar, "fusekit op '", op.name, "': input '", op.inputs[i], "' is ",
+                      in[i].scalar_type(), "; this kernel was built for ", op.dtype);
+  const at::Tensor& full = in[op.shape_of];
+  for (const auto& t : in)
+    if (t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) return {};
+  const std::vector<int64_t> domain = domain_of(op, full.sizes());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const at::Tensor& t = in[i];
+    if (op.axes[i] == 0) {
+      TORCH_CHECK_VALUE(t.sizes() == full.sizes(), "fusekit op '", op.name, "': input '", op.inputs[i],
+                        "' has shape ", t.sizes(), ", not the region's ", full.sizes());
+      if (op.layout == kFlat) {  // elementwise: any dense layout, the same for every full tensor
+        TORCH_CHECK_VALUE(t.is_non_overlapping_and_dense() && t.strides() == full.strides(), "fusekit op '",
+                          op.name, "': input '", op.inputs[i], "' has strides ", t.strides(),
+                          "; the kernel needs dense tensors with the same strides (", full.strides(),
+                          "); call .contiguous()");
+      } else {
+        TORCH_CHECK_VALUE(t.is_contiguous(), "fusekit op '", op.name, "': input '", op.inputs[i], "' has strides ",
+                          t.strides(), t.is_contiguous(at::MemoryFormat::ChannelsLast) ? " (channels-last)" : "",
+                          "; this kernel indexes rows/channels of a contiguous tensor; call .contiguous()");
+      }
+    } else {
+      const int64_t want = broadcast_extent(domain, op.axes[i]);
+      TORCH_CHECK_VALUE(t.numel() == want && t.is_contiguous(), "fusekit op '", op.name, "': input '",
+                        op.inputs[i], "' has shape ", t.sizes(), " (", t.numel(), " elements",
+                        t.is_contiguous() ? "" : ", not contiguous", "); the kernel takes ", want,
+                        " contiguous elements for it");
+    }
+  }
+  return domain;
+}
+
+std::vector<at::Tensor> allocate_outputs(const Op& op, const at::Tensor& full) {
+  std::vector<at::Tensor> out;
+  out.reserve(op.outputs.size());
+  for (size_t o = 0; o < op.outputs.size(); ++o)
+    out.push_back(at::empty_like(full, op.layout == kFlat ? at::MemoryFormat::Preserve : at::MemoryFormat::Contiguous));
+  return out;
+}
+
+std::vector<at::Tensor> launch_meta(int64_t id, std::vector<at::Tensor> inputs) {
+  const Op& op = op_at(id);
+  check_inputs(op, inputs);
+  return allocate_outputs(op, inputs[op.shape_of]);
+}
+
+std::vector<at::Tensor> launch_device(int64_t id, std::vector<at::Tensor> inputs) {
+  const Op& op = op_at(id);
+  const std::vector<int64_t> domain = check_inputs(op, inputs);
+  const at::Tensor& full = inputs[op.shape_of];
+  for (size_t i = 0; i < inputs.size(); ++i)
+    TORCH_CHECK_VALUE(inputs[i].is_cuda() && inputs[i].device() == full.device(), "fusekit op '", op.name,
+                      "': input '", op.inputs[i], "' is on ", inputs[i].device(), "; the kernel needs every tensor on ",
+                      full.is_cuda() ? full.device().str() : std::string("one CUDA device"));
+#if defined(FUSEKIT_HAVE_C10_CUDA)
+  const c10::cuda::CUDAGuard guard(full.device());
+  CUstream stream = reinterpret_cast<CUstream>(c10::cuda::getCurrentCUDAStream(full.device().index()).stream());
+#else
+  // Built without c10/cuda headers: the legacy default stream.
+  CUstream stream = nullptr;
+#endif
+  std::vector<at::Tensor> out = allocate_outputs(op, full);
+  const void* in_ptrs[16];
+  void* out_ptrs[16];
+  TORCH_CHECK_VALUE(inputs.size() <= 16 && out.size() <= 16, "fusekit op '", op.name, "': over 16 tensors");
+  for (size_t i = 0; i < inputs.size(); ++i) in_ptrs[i] = inputs[i].data_ptr();
+  for (size_t o = 0; o < out.size(); ++o) out_ptrs[o] = out[o].data_ptr();
+  const int rc = op.package->launch(op.name.c_str(), op.dtype.c_str(), in_ptrs, static_cast<int>(inputs.size()),
+                                    out_ptrs, static_cast<int>(out.size()), op.params.data(),
+                                    static_cast<int>(op.params.size()), domain.data(),
+                                    static_cast<int>(domain.size()), stream);
+  TORCH_CHECK(rc == 0, "fusekit op '", op.name, "' (", op.dtype, ", package ", op.package->path,
+              ") failed: ", op.package->last_error());
+  return out;
+}
+
+// Which kernel the package takes for a full tensor of `sizes` with pointers
+// aligned to `alignment` bytes on the current device, and why; needs a CUDA
+// context (the package asks the driver for the device's arch).
+std::string explain(int64_t id, std::vector<int64_t> sizes, int64_t alignment) {
+  const Op& op = op_at(id);
+  const std::vector<int64_t> domain = domain_of(op, sizes);
+  char buffer[1024] = {0};
+  const int rc = op.package->explain(op.name.c_str(), op.dtype.c_str(), domain.data(),
+                                     static_cast<int>(domain.size()), static_cast<int>(alignment), buffer,
+                                     sizeof(buffer));
+  if (rc != 0) return std::string("error: ") + op.package->last_error();
+  return buffer;
+}
+
+bool has_current_stream() {
+#if defined(FUSEKIT_HAVE_C10_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+// The registry calls are operators too (no tensors: catch-all kernels), so the
+// library is a plain torch.ops library: no Python bindings, loadable by
+// torch.ops.load_library in any process.
+TORCH_LIBRARY(fusekit, m) {
+  m.def("launch(int op, Tensor[] inputs) -> Tensor[]");
+  m.def("load_package(str path) -> int", &load_package);
+  m.def("register_op(int package, str name, str dtype, int layout, str[] inputs, int[] axes, str[] outputs, "
+        "float[] params) -> int",
+        &register_op);
+  m.def("explain(int op, int[] sizes, int alignment) -> str", &explain);
+  m.def("has_current_stream() -> bool", &has_current_stream);
+}
+
+// CPU tensors reach the same kernel so that the device check names the tensor
+// instead of the dispatcher's "no CPU kernel" message.
+TORCH_LIBRARY_IMPL(fusekit, CUDA, m) { m.impl("launch", &launch_device); }
+TORCH_LIBRARY_IMPL(fusekit, CPU, m) { m.impl("launch", &launch_device); }
+TORCH_LIBRARY_IMPL(fusekit, Meta, m) { m.impl("launch", &launch_meta); }

@@ -1,0 +1,132 @@
+"""Building and loading the C++ operator library (csrc/fusekit_ops.cpp).
+
+It is compiled once per torch version with torch.utils.cpp_extension.load
+(ninja, a C++ compiler; no GPU and no nvcc: the file has no device code).
+With PyTorch's c10/cuda headers and the CUDA runtime headers at hand it
+launches on PyTorch's current stream; without them, on the legacy default
+stream (has_current_stream() says which).
+"""
+
+import glob
+import os
+import subprocess
+import tempfile
+import threading
+
+import torch
+
+_lock = threading.Lock()
+_module = None
+_packages = {}
+
+
+def _cuda_include():
+    """A folder with cuda_runtime_api.h: $CUDA_HOME's, else the pip CUDA runtime's."""
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDAToolkit_ROOT", ""), "/usr/local/cuda"]
+    for root in roots:
+        if root and os.path.isfile(os.path.join(root, "include", "cuda_runtime_api.h")):
+            return os.path.join(root, "include")
+    site = os.path.dirname(os.path.dirname(torch.__file__))
+    for hit in glob.glob(os.path.join(site, "nvidia", "**", "include", "cuda_runtime_api.h"), recursive=True):
+        return os.path.dirname(hit)
+    return None
+
+
+def _build_flags():
+    torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
+    cuda_inc = _cuda_include()
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    have = (cuda_inc and os.path.isfile(os.path.join(torch_include, "c10", "cuda", "CUDAStream.h"))
+            and glob.glob(os.path.join(lib, "libc10_cuda.so*")))
+    if not have:
+        return [], [], ["-ldl"]
+    return ["-DFUSEKIT_HAVE_C10_CUDA"], [cuda_inc], ["-ldl", f"-L{lib}", "-lc10_cuda"]
+
+
+class _Library:
+    """The loaded operator library: its path and the registry operators."""
+
+    def __init__(self, path):
+        self.path = path
+        self.ops = torch.ops.fusekit
+
+    def load_package(self, path):
+        return self.ops.load_package(path)
+
+    def register_op(self, *args):
+        return self.ops.register_op(*args)
+
+    def explain(self, op_id, sizes, alignment):
+        return self.ops.explain(op_id, list(sizes), alignment)
+
+    def has_current_stream(self):
+        return self.ops.has_current_stream()
+
+
+def library():
+    """The loaded operator library (built on first use, then cached)."""
+    global _module
+    with _lock:
+        if _module is None:
+            from torch.utils.cpp_extension import is_ninja_available, load
+            src = os.path.join(os.path.dirname(os.path.dirname(__file__)), "csrc", "fusekit_ops.cpp")
+            cflags, includes, ldflags = _build_flags()
+            if os.environ.get("FUSEKIT_NO_NINJA") or not is_ninja_available():
+                _module = _Library(_compile_direct(src, cflags, includes, ldflags))
+                return _module
+            path = load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
+                        extra_include_paths=includes, extra_ldflags=ldflags, is_python_module=False,
+                        build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
+            _module = _Library(path)
+        return _module
+
+
+def _compile_direct(src, cflags, includes, ldflags):
+    """The same library with one compiler call, where ninja (which
+    cpp_extension.load needs) is not installed."""
+    from torch.utils import cpp_extension as ce
+    name = "fusekit_torch_ops"
+    d = _build_dir() or os.path.join(tempfile.gettempdir(), f"fusekit_torch_ops_{torch.__version__}")
+    os.makedirs(d, exist_ok=True)
+    so = os.path.join(d, f"lib{name}_direct.so")
+    if not os.path.isfile(so) or os.path.getmtime(so) < os.path.getmtime(src):
+        abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+        cmd = [os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O2", "-std=c++20", src, "-o", so + ".tmp",
+               f"-DTORCH_EXTENSION_NAME={name}", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+               *cflags, *[f"-I{p}" for p in [*ce.include_paths(), *includes]],
+               *[f"-L{p}" for p in ce.library_paths()], "-lc10", "-ltorch", "-ltorch_cpu", *ldflags]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"building {src} failed:\n{' '.join(cmd)}\n{done.stderr[-4000:]}")
+        os.replace(so + ".tmp", so)
+    torch.ops.load_library(so)
+    return so
+
+
+def _build_dir():
+    d = os.environ.get("FUSEKIT_TORCH_BUILD")
+    if not d:
+        return None
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def load_package(package_dir):
+    """The handle of a package folder's kernel library, opened once per process."""
+    key = os.path.realpath(package_dir)
+    lib = library()
+    with _lock:
+        if key not in _packages:
+            _packages[key] = lib.load_package(key)
+        return _packages[key]
+
+
+def register_op(package_dir, name, dtype, layout, inputs, axes, outputs, params):
+    """An op id for torch.ops.fusekit.launch."""
+    from ..plan_file import LAYOUTS
+    return library().register_op(load_package(package_dir), name, dtype, LAYOUTS.index(layout), list(inputs),
+                                 [int(a) for a in axes], list(outputs), [float(p) for p in params])
+
+
+def launch(op_id, inputs):
+    return torch.ops.fusekit.launch(op_id, inputs)

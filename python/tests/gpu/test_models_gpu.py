@@ -1,0 +1,121 @@
+"""On a GPU: every region fusekit replaces in the benchmark's models gives
+eager's outputs, and the optimized modules run under inference_mode, no_grad
+and inside a CUDA graph.
+
+The packages come from scripts/gpu/steps/torch.sh (FUSEKIT_MODELS=DIR: one
+folder per case with plan.json and pkg/); without a GPU, or without that
+folder, every test skips with the reason.
+"""
+
+import glob
+import json
+import os
+import sys
+
+import pytest
+import torch
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU: the model tests need one", allow_module_level=True)
+WORK = os.environ.get("FUSEKIT_MODELS")
+if not WORK or not os.path.isdir(WORK):
+    pytest.skip("FUSEKIT_MODELS names no folder of built model packages (scripts/gpu/steps/torch.sh makes it)",
+                allow_module_level=True)
+
+import torch_models  # noqa: E402
+from fusekit.torch import explain, optimize, verify  # noqa: E402
+
+CASES = sorted(d for d in glob.glob(os.path.join(WORK, "*")) if os.path.isdir(os.path.join(d, "pkg")))
+SELECT = os.environ.get("FUSEKIT_MODEL_CASES", "-b1-,-decode-").split(",")
+
+
+def _case(d):
+    with open(os.path.join(d, "case.json")) as f:
+        c = json.load(f)
+    return torch_models.case(c["model"], c["size"], getattr(torch, c["dtype"].replace("torch.", "")), "cuda")
+
+
+@pytest.mark.parametrize("case_dir", [d for d in CASES if any(s in os.path.basename(d) for s in SELECT)],
+                         ids=os.path.basename)
+def test_every_replaced_region_matches_eager(case_dir):
+    c = _case(case_dir)
+    gm = optimize(c.module, os.path.join(case_dir, "pkg"), c.inputs, plan=os.path.join(case_dir, "plan.json"),
+                  name=c.name.replace("50", ""))
+    print(explain(gm))
+    replaced = [r for r in gm.fusekit_regions if r.replaced]
+    assert replaced, "no region took a kernel:\n" + explain(gm)
+    checks = verify.check_regions(c.module, c.inputs, gm)
+    bad = [x for x in checks if not x["ok"]]
+    assert len(checks) == len(replaced) and not bad, bad
+    with torch.inference_mode():
+        ref = c.module(*c.inputs)
+        out = gm(*c.inputs)
+    scale = ref.float().abs().max().item()
+    # End to end the kernels' rounding compounds through the layers: a looser bound.
+    assert (out.float() - ref.float()).abs().max().item() <= 0.1 * scale
+
+
+def test_cuda_graph_replay_matches_a_plain_call():
+    d = next((d for d in CASES if "-b1-" in d), None)
+    if d is None:
+        pytest.skip("no batch-1 case built")
+    c = _case(d)
+    gm = optimize(c.module, os.path.join(d, "pkg"), c.inputs, plan=os.path.join(d, "plan.json"),
+                  name=c.name.replace("50", ""))
+    with torch.no_grad():
+        plain = gm(*c.inputs).clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            gm(*c.inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = gm(*c.inputs)
+        graph.replay()
+        torch.cuda.synchronize()
+    torch.testing.assert_close(out, plain)
+
+
+def test_operator_opcheck_on_cuda():
+    d = next((d for d in CASES if "-b1-" in d), None)
+    if d is None:
+        pytest.skip("no batch-1 case built")
+    c = _case(d)
+    gm = optimize(c.module, os.path.join(d, "pkg"), c.inputs, plan=os.path.join(d, "plan.json"),
+                  name=c.name.replace("50", ""))
+    region = next(r for r in gm.fusekit_regions if r.replaced)
+    ref_gm, values = verify.eager_values(c.module, c.inputs)
+    ins = verify._inputs(region, ref_gm, values, gm)
+    torch.library.opcheck(torch.ops.fusekit.launch.default, (region.op_id, ins),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+    # An offset view (misaligned for vector loads) either runs or fails with the package's message: never a crash.
+    full = ins[0]
+    shifted = torch.empty(full.numel() + 1, dtype=full.dtype, device=full.device)[1:].view_as(full).copy_(full)
+    try:
+        out = torch.ops.fusekit.launch(region.op_id, [shifted] + ins[1:])
+        torch.testing.assert_close(out[0], torch.ops.fusekit.launch(region.op_id, ins)[0])
+    except RuntimeError as e:
+        assert "fusekit op" in str(e)
+
+
+def test_inductor_reduce_overhead_over_the_optimized_module():
+    """torch.compile(mode="reduce-overhead") of the rewritten module: Inductor
+    keeps fusekit::launch as an extern call (its fake kernel) inside its CUDA graphs."""
+    d = next((d for d in CASES if "-b1-" in d), None)
+    if d is None:
+        pytest.skip("no batch-1 case built")
+    c = _case(d)
+    gm = optimize(c.module, os.path.join(d, "pkg"), c.inputs, plan=os.path.join(d, "plan.json"),
+                  name=c.name.replace("50", ""))
+    torch._dynamo.reset()
+    compiled = torch.compile(gm, mode="reduce-overhead")
+    with torch.no_grad():
+        plain = gm(*c.inputs)
+        for _ in range(3):
+            out = compiled(*c.inputs)
+    scale = plain.float().abs().max().item()
+    assert (out.float() - plain.float()).abs().max().item() <= 0.05 * scale

@@ -1,0 +1,108 @@
+"""fusekit::launch's argument checks (a Python exception naming the tensor,
+never a crash) and its fake kernel, on a real package without a GPU."""
+
+import pytest
+import torch
+
+from fusekit.torch import ops
+
+
+@pytest.fixture(scope="module")
+def bias_gelu(package, oplib):
+    return ops.register_op(package, "bias_gelu", "f32", "rowcol", ["x (h)", "b (bias)"], [0, 1], ["out (g)"], [])
+
+
+@pytest.fixture(scope="module")
+def bn_relu(package, oplib):
+    return ops.register_op(package, "bn_relu", "f32", "nchw", ["x (conv)", "scale (s)", "shift (t)"], [0, 2, 2],
+                           ["out (r)"], [])
+
+
+def _call(op, *tensors):
+    return torch.ops.fusekit.launch(op, list(tensors))
+
+
+def test_wrong_device_names_the_tensor(bias_gelu):
+    with pytest.raises(ValueError, match=r"fusekit op 'bias_gelu': input 'x \(h\)' is on cpu; the kernel needs "
+                                         r"every tensor on one CUDA device"):
+        _call(bias_gelu, torch.randn(8, 64), torch.randn(64))
+
+
+def test_wrong_dtype_names_the_tensor(bias_gelu):
+    with pytest.raises(ValueError, match=r"input 'b \(bias\)' is Half; this kernel was built for f32"):
+        _call(bias_gelu, torch.randn(8, 64), torch.randn(64, dtype=torch.float16))
+
+
+def test_wrong_broadcast_shape_names_the_tensor(bias_gelu):
+    with pytest.raises(ValueError, match=r"input 'b \(bias\)' has shape \[32\] \(32 elements\); the kernel takes "
+                                         r"64 contiguous elements"):
+        _call(bias_gelu, torch.randn(8, 64), torch.randn(32))
+
+
+def test_full_inputs_must_share_the_shape(package, oplib):
+    op = ops.register_op(package, "relu_add", "f32", "flat", ["x (a)", "y (b)"], [0, 0], ["out (c)"], [])
+    with pytest.raises(ValueError, match=r"input 'y \(b\)' has shape \[4, 8\], not the region's \[8, 4\]"):
+        _call(op, torch.randn(8, 4), torch.randn(4, 8))
+    # An elementwise kernel takes any dense layout, but the same for all.
+    with pytest.raises(ValueError, match=r"input 'y \(b\)' has strides \[1, 8\]"):
+        _call(op, torch.randn(8, 4), torch.randn(4, 8).t())
+
+
+def test_strided_row_input(bias_gelu):
+    x = torch.randn(64, 16).t()  # [16, 64], not contiguous
+    with pytest.raises(ValueError, match=r"input 'x \(h\)' has strides \[1, 16\]; this kernel indexes"):
+        _call(bias_gelu, x, torch.randn(64))
+
+
+def test_channels_last_is_named(bn_relu):
+    x = torch.randn(2, 4, 8, 8).to(memory_format=torch.channels_last)
+    with pytest.raises(ValueError, match=r"input 'x \(conv\)' has strides .* \(channels-last\)"):
+        _call(bn_relu, x, torch.randn(4), torch.randn(4))
+
+
+def test_input_count(bias_gelu):
+    with pytest.raises(ValueError, match="fusekit op 'bias_gelu' takes 2 inputs, got 1"):
+        _call(bias_gelu, torch.randn(8, 64))
+
+
+def test_unknown_op_id(oplib):
+    with pytest.raises(ValueError, match="no registered op 12345"):
+        _call(12345, torch.randn(8))
+
+
+def test_bad_package_folder(tmp_path, oplib):
+    with pytest.raises(ValueError, match="cannot load the package library"):
+        ops.load_package(str(tmp_path))
+
+
+def test_register_needs_a_full_input(package, oplib):
+    with pytest.raises(ValueError, match="has no full-shape input"):
+        ops.register_op(package, "bias_gelu", "f32", "rowcol", ["b"], [1], ["out"], [])
+
+
+def test_meta_kernel_shapes_outputs(bias_gelu, bn_relu):
+    out = _call(bias_gelu, torch.empty(8, 64, device="meta"), torch.empty(64, device="meta"))
+    assert len(out) == 1 and out[0].shape == (8, 64) and out[0].device.type == "meta"
+    out = _call(bn_relu, torch.empty(2, 4, 8, 8, device="meta"), torch.empty(4, device="meta"),
+                torch.empty(4, device="meta"))
+    assert out[0].shape == (2, 4, 8, 8) and out[0].is_contiguous()
+    with pytest.raises(ValueError, match=r"input 'scale \(s\)' has shape \[3\]"):
+        _call(bn_relu, torch.empty(2, 4, 8, 8, device="meta"), torch.empty(3, device="meta"),
+              torch.empty(4, device="meta"))
+
+
+def test_opcheck_schema_fake_and_aot(bias_gelu):
+    args = (bias_gelu, [torch.empty(8, 64, device="meta"), torch.empty(64, device="meta")])
+    torch.library.opcheck(torch.ops.fusekit.launch.default, args,
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+
+
+def test_exports_through_the_op_with_dynamic_rows(bias_gelu):
+    class Uses(torch.nn.Module):
+        def forward(self, x, b):
+            return torch.ops.fusekit.launch(bias_gelu, [x, b])[0] * 2.0
+    rows = torch.export.Dim("rows")
+    ep = torch.export.export(Uses(), (torch.empty(8, 64), torch.empty(64)), dynamic_shapes={"x": {0: rows}, "b": None})
+    launch = next(n for n in ep.graph.nodes if "fusekit.launch" in str(n.target))
+    shape = launch.meta["val"][0].shape
+    assert not isinstance(shape[0], int) and shape[1] == 64
