@@ -59,9 +59,10 @@ std::string read_plot_library(const std::string& path) {
 }
 
 std::string render_report_html(const nlohmann::json& data, const std::string& plot_library) {
-  // JSON inside <script type="application/json">: "</" only occurs in
-  // strings, where "<\/" is the same text.
-  const std::string json_text = replace_all(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "</", "<\\/");
+  // JSON inside <script type="application/json">: "<" only occurs in
+  // strings, where "\u003c" is the same text and cannot open or close a tag.
+  const std::string json_text =
+      replace_all(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "<", "\\u003c");
   std::string html;
   html.reserve(plot_library.size() + json_text.size() + 64 * 1024);
   html += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>fusekit report</title>\n";

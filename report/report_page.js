@@ -7,6 +7,8 @@
   var app = document.getElementById('app');
   var pending = [];
   var BACKEND_COLORS = { nvrtc: '#1f77b4', halide: '#ff7f0e', cublaslt: '#2ca02c' };
+  var STATUS_COLORS = { ok: '#2ca02c', modeled: '#8c9fb5', compile_error: '#d62728', launch_error: '#9467bd',
+                        verify_error: '#e377c2', timeout: '#8c564b' };
   var STATUS_SYMBOLS = { ok: 'circle', modeled: 'circle-open', compile_error: 'x', launch_error: 'triangle-up',
                          verify_error: 'diamond', timeout: 'square' };
 
@@ -86,7 +88,7 @@
     app.appendChild(row);
     var statuses = Object.keys(o.statuses).filter(function (s) { return o.statuses[s] > 0; });
     plot(chart, statuses.map(function (s) {
-      return { type: 'bar', name: s, x: o.ops.map(function (p) { return p.op; }),
+      return { type: 'bar', name: s, marker: { color: STATUS_COLORS[s] || '#7f7f7f' }, x: o.ops.map(function (p) { return p.op; }),
                y: o.ops.map(function (p) { return p.statuses[s] || 0; }) };
     }), { barmode: 'stack', title: { text: 'records per op by status' }, xaxis: { tickangle: -35, automargin: true },
           yaxis: { title: { text: 'records' } } });
@@ -151,7 +153,8 @@
                   marker: { symbol: 'star', size: 14, color: won.map(function (s) { return color(s.winner.backend); }),
                             line: { color: '#000', width: 1 } },
                   text: won.map(function (s) { return 'winner ' + s.winner.backend + ' at ' + s.shape; }), hoverinfo: 'text+y' });
-    plot(div, traces, { title: { text: 'bandwidth of each backend\'s best against size' + (won.length && won[0].timed === 'modeled' ? ' (modeled)' : '') },
+    var none = won.length ? [] : [{ text: 'no timed record at any size', showarrow: false, xref: 'paper', yref: 'paper', x: 0.5, y: 0.5 }];
+    plot(div, traces, { annotations: none, title: { text: 'bandwidth of each backend\'s best against size' + (won.length && won[0].timed === 'modeled' ? ' (modeled)' : '') },
                         xaxis: { type: 'log', title: { text: 'elements' } }, yaxis: { title: { text: 'GB/s' }, rangemode: 'tozero' } });
   }
   // Points of one parameter: x is the value's rank (jittered so that equal
@@ -191,7 +194,7 @@
                   (P.us[i] === null ? 'no time (failed)' : num(P.us[i]) + ' \u00b5s, ' + num(P.rel[i], 3) + 'x the winner'));
     }
     var traces = Object.keys(groups).sort().map(function (k) { return groups[k]; });
-    var layout = { title: { text: 'every schedule: ' + (shapeIndex >= 0 ? '\u00b5s at ' + P.shape_names[shapeIndex] : 'time / the size\'s winner') +
+    var layout = { showlegend: true, title: { text: 'every schedule: ' + (shapeIndex >= 0 ? '\u00b5s at ' + P.shape_names[shapeIndex] : 'time / the size\'s winner') +
                                   ' against ' + param + (P.shown < P.of ? ' (' + P.shown + ' of ' + P.of + ' records)' : '') },
                    xaxis: { title: { text: param }, tickvals: distinct.map(function (d, k) { return k; }),
                             ticktext: distinct.map(String), range: [-0.6, distinct.length - 0.4] },
