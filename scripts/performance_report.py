@@ -121,7 +121,9 @@ def main():
     w("# fusekit performance\n")
     w("Measured by `fusekit tune` on one %s (%s), %s. Every figure below comes from the"
       % (gpu, summary["arch"], records[0]["timestamp"][:10] if records else "?"))
-    w("records committed in `bench/results/`; regenerate this page with `scripts/performance_report.py`.\n")
+    w("records committed in `bench/results/`; regenerate this page with `scripts/performance_report.py`.")
+    w("To look at the search rather than read it, [docs/report.md](report.md) shows `fusekit report`'s page of the")
+    w("newest package's records (every schedule timed, the winners, the failures, the package's dispatch).\n")
     w("## How it was measured\n")
     w("```\n%s\n```\n" % a.command)
     w("- Every candidate was verified against the Halide pipeline JIT-compiled for the host CPU, on random")
