@@ -255,14 +255,15 @@
     f.by_status.forEach(function (s) {
       app.appendChild(el('h3', { text: s.status + ': the first ' + s.first.length + ' of ' + s.count }));
       app.appendChild(table(['record id', 'op', 'dtype', 'shape', 'arch', 'backend', 'params', 'message'], s.first.map(function (r) {
-        return [{ text: r.id, cls: 'mono' }, r.op, r.dtype, r.shape, r.arch, r.backend, { text: r.params, cls: 'mono' }, { text: r.message, cls: 'mono' }];
+        var link = el('a', { href: '#' + opAnchor(r), text: r.op });
+        return [{ text: r.id, cls: 'mono' }, link, r.dtype, r.shape, r.arch, r.backend, { text: r.params, cls: 'mono' }, { text: r.message, cls: 'mono' }];
       })));
     });
     app.appendChild(el('p', { class: 'sub', text: 'A record in full: fusekit db export --db FILE out.jsonl, then look for its id.' }));
     var statuses = f.by_status.map(function (s) { return s.status; });
     app.appendChild(el('h3', { text: 'Failed records per op' }));
     app.appendChild(table(['op', 'dtype', 'arch'].concat(statuses), f.by_op.map(function (o) {
-      return [o.op, o.dtype, o.arch].concat(statuses.map(function (s) { return { text: String(o.counts[s] || 0), cls: 'num' }; }));
+      return [el('a', { href: '#' + opAnchor(o), text: o.op }), o.dtype, o.arch].concat(statuses.map(function (s) { return { text: String(o.counts[s] || 0), cls: 'num' }; }));
     })));
   }
   function peers() {
