@@ -113,31 +113,13 @@ int index_of(std::vector<std::string>* names, const std::string& value) {
   return static_cast<int>(names->size() - 1);
 }
 
-}  // namespace
-
-nlohmann::json summarize_op(const std::vector<const TuningRecord*>& records, size_t max_points) {
-  std::map<std::string, std::vector<const TuningRecord*>> by_shape;
-  for (const TuningRecord* r : records) by_shape[r->shape].push_back(r);
-  std::vector<std::string> shapes;
-  for (const auto& [shape, rs] : by_shape) shapes.push_back(shape);
-  std::sort(shapes.begin(), shapes.end(), [](const std::string& a, const std::string& b) {
-    const int64_t ea = elements_of(a), eb = elements_of(b);
-    return ea != eb ? ea < eb : a < b;
-  });
-
-  json shape_list = json::array();
-  std::set<const TuningRecord*> keep;
-  std::map<std::string, double> winner_us;
-  std::set<std::string> gpus;
-  for (const std::string& shape : shapes) {
-    shape_list.push_back(shape_json(shape, by_shape[shape], &keep, &winner_us[shape]));
-    for (const TuningRecord* r : by_shape[shape])
-      if (!r->gpu_name.empty()) gpus.insert(r->gpu_name);
-  }
-
-  // Points, columnwise; above the cap every stride-th record is shown, and
-  // each shape's best per backend always.
-  const size_t stride = records.size() > max_points ? (records.size() + max_points - 1) / std::max<size_t>(max_points, 1) : 1;
+// The points, columnwise; above `max_points` every stride-th record is
+// drawn, and the records in `keep` (each shape's best per backend) always.
+json points_json(const std::vector<const TuningRecord*>& records, const std::vector<std::string>& shapes,
+                 const std::set<const TuningRecord*>& keep, const std::map<std::string, double>& winner_us,
+                 size_t max_points) {
+  max_points = std::max<size_t>(max_points, 1);
+  const size_t stride = records.size() > max_points ? (records.size() + max_points - 1) / max_points : 1;
   std::vector<std::string> backends, statuses, params;
   json shape_col = json::array(), backend_col = json::array(), status_col = json::array(), us = json::array(),
        rel = json::array();
@@ -148,7 +130,7 @@ nlohmann::json summarize_op(const std::vector<const TuningRecord*>& records, siz
     shape_col.push_back(std::find(shapes.begin(), shapes.end(), r.shape) - shapes.begin());
     backend_col.push_back(index_of(&backends, r.backend));
     status_col.push_back(index_of(&statuses, record_status_name(r.status)));
-    const double w = winner_us[r.shape];
+    const double w = winner_us.at(r.shape);
     us.push_back(timed(r) ? json(r.median_us) : json(nullptr));
     rel.push_back(timed(r) && w > 0 ? json(r.median_us / w) : json(nullptr));
     values.push_back(parse_params(r.params));
@@ -164,6 +146,31 @@ nlohmann::json summarize_op(const std::vector<const TuningRecord*>& records, siz
     }
     param_cols[p] = std::move(col);
   }
+  return {{"shown", us.size()}, {"of", records.size()}, {"stride", stride}, {"shape_names", shapes},
+          {"backends", backends}, {"statuses", statuses}, {"params", params}, {"shape", shape_col},
+          {"backend", backend_col}, {"status", status_col}, {"us", us}, {"rel", rel}, {"values", param_cols}};
+}
+
+}  // namespace
+
+nlohmann::json summarize_op(const std::vector<const TuningRecord*>& records, size_t max_points) {
+  std::map<std::string, std::vector<const TuningRecord*>> by_shape;
+  for (const TuningRecord* r : records) by_shape[r->shape].push_back(r);
+  std::vector<std::string> shapes;
+  for (const auto& [shape, rs] : by_shape) shapes.push_back(shape);
+  std::sort(shapes.begin(), shapes.end(), [](const std::string& a, const std::string& b) {
+    const int64_t ea = elements_of(a), eb = elements_of(b);
+    return ea != eb ? ea < eb : a < b;
+  });
+  json shape_list = json::array();
+  std::set<const TuningRecord*> keep;
+  std::map<std::string, double> winner_us;
+  std::set<std::string> gpus;
+  for (const std::string& shape : shapes) {
+    shape_list.push_back(shape_json(shape, by_shape[shape], &keep, &winner_us[shape]));
+    for (const TuningRecord* r : by_shape[shape])
+      if (!r->gpu_name.empty()) gpus.insert(r->gpu_name);
+  }
   const TuningRecord& first = *records.front();
   return {{"op", op_label(first)},
           {"pattern", first.pattern},
@@ -173,10 +180,7 @@ nlohmann::json summarize_op(const std::vector<const TuningRecord*>& records, siz
           {"pipeline_text", first.pipeline_text.substr(0, 400)},
           {"records", records.size()},
           {"shapes", shape_list},
-          {"points",
-           {{"shown", us.size()}, {"of", records.size()}, {"stride", stride}, {"shape_names", shapes},
-            {"backends", backends}, {"statuses", statuses}, {"params", params}, {"shape", shape_col},
-            {"backend", backend_col}, {"status", status_col}, {"us", us}, {"rel", rel}, {"values", param_cols}}}};
+          {"points", points_json(records, shapes, keep, winner_us, max_points)}};
 }
 
 }  // namespace fusekit

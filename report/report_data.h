@@ -30,7 +30,7 @@ struct ReportLimits {
 nlohmann::json extract_report_data(const std::vector<TuningRecord>& records, const ReportLimits& limits = {});
 
 // One op of the report: its records' summary per shape and its points.
-// `records` all share pattern, dtype and arch; `max_points` caps the points.
+// `records` (not empty) all share pattern, dtype and arch; `max_points` caps the points.
 nlohmann::json summarize_op(const std::vector<const TuningRecord*>& records, size_t max_points);
 
 // The name an op is shown under: its pattern, or for `--expr` chains
