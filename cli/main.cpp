@@ -12,6 +12,7 @@
 //   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE] [--pattern ...|--expr TEXT] [--cxx c++]
 //   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0 fast=0"]
 //                  [--backend halide]   (PTX from Halide instead of the CUDA C for NVRTC)
+//   fusekit report --db FILE [--plan plan.json] [--package DIR] --out report.html
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 
 #include "cli/cmd_db_sync.h"
 #include "cli/tune_shard.h"
+#include "cli/cmd_report.h"
 #include "cli/verify_package.h"
 #include "common/errors.h"
 #include "common/shape_text.h"
@@ -545,6 +547,7 @@ int run(int argc, char** argv) {
       ("cuda-include", po::value<std::string>()->default_value(FUSEKIT_CUDA_INCLUDE), "the folder holding cuda.h")
       ("params", po::value<std::string>()->default_value("ept=2 fast=0 grid=0 threads=256 vec=4"), "schedule for `source`")
       ("command", po::value<std::vector<std::string>>(), "command");
+  add_report_options(opts);
   po::positional_options_description pos;
   pos.add("command", -1);
   po::variables_map vm;
@@ -560,7 +563,8 @@ int run(int argc, char** argv) {
               << "       db sync DB DB |\n"
               << "       verify --arch SM --db FILE [--sizes ...] | verify --package DIR |\n"
               << "       build --arch SM,SM --out DIR [--db FILE] |\n"
-              << "       source --pattern NAME --arch SM [--params ...]\n"
+              << "       source --pattern NAME --arch SM [--params ...] |\n"
+              << "       report --db FILE [--plan plan.json] [--package DIR] --out report.html\n"
               << opts << "\n";
     return cmd.empty() && !vm.count("help") ? 2 : 0;
   }
@@ -574,7 +578,8 @@ int run(int argc, char** argv) {
   if (cmd[0] == "source") return cmd_source(vm);
   if (cmd[0] == "verify") return cmd_verify(vm);
   if (cmd[0] == "build") return cmd_build(vm);
-  throw UserError("unknown command '" + cmd[0] + "'; known: list tune db verify build source");
+  if (cmd[0] == "report") return cmd_report(vm);
+  throw UserError("unknown command '" + cmd[0] + "'; known: list tune db verify build source report");
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(build-essential cmake libhalide14-0-dev libboost-program-options-dev libgtest-dev libbenchmark-dev
           libsqlite3-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev
-          libpq-dev postgresql)
+          libpq-dev postgresql
+          python3-plotly chromium)  # fusekit report inlines plotly.js; its test renders the page in chromium
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
