@@ -2,6 +2,8 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <map>
+#include <sstream>
 
 namespace fusekit {
 namespace {
@@ -90,6 +92,70 @@ Status parse_gemm_algo_hex(const std::string& text, GemmAlgo* algo) {
     out.data[w] = v;
   }
   *algo = out;
+  return Status();
+}
+
+std::string gemm_plan_text(const GemmPlan& p) {
+  const GemmShape& t = p.tuned;
+  std::string s = std::string("ep=") + gemm_epilogue_name(p.epilogue) + " res=" + (p.residual ? "1" : "0") +
+                  " shape=" + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) +
+                  " bt=" + (t.b_transposed ? "1" : "0") + " dtype=" + dtype_name(t.dtype) +
+                  " ws=" + std::to_string(p.workspace_bytes) + " cublaslt=" + std::to_string(p.cublaslt_version);
+  return s + " algo=" + (p.has_algo ? gemm_algo_hex(p.algo) : "heuristic");
+}
+
+namespace {
+
+bool parse_u64(const std::string& text, uint64_t* v) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  *v = std::stoull(text);
+  return true;
+}
+
+}  // namespace
+
+Status parse_gemm_plan_text(const std::string& text, GemmPlan* out) {
+  std::map<std::string, std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) {
+    const size_t eq = w.find('=');
+    if (eq == std::string::npos || eq == 0) return invalid("GEMM plan word '" + w + "' is not key=value");
+    words[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  for (const char* key : {"ep", "res", "shape", "bt", "dtype", "ws", "cublaslt", "algo"})
+    if (!words.count(key)) return invalid(std::string("GEMM plan '") + text + "' lacks " + key + "=");
+  GemmPlan p;
+  if (!parse_gemm_epilogue(words["ep"], &p.epilogue))
+    return invalid("GEMM plan epilogue '" + words["ep"] + "' is unknown; known: default relu bias relu_bias "
+                   "gelu_tanh gelu_tanh_bias");
+  p.residual = words["res"] == "1";
+  p.tuned.b_transposed = words["bt"] == "1";
+  auto dt = parse_dtype(words["dtype"]);
+  if (!dt) return invalid("GEMM plan dtype '" + words["dtype"] + "' is not f32, f16 or bf16");
+  p.tuned.dtype = *dt;
+  uint64_t v[3] = {};
+  std::string shape = words["shape"];
+  for (int i = 0; i < 3; ++i) {
+    const size_t x = shape.find('x');
+    if (!parse_u64(shape.substr(0, x), &v[i]) || (i < 2) != (x != std::string::npos))
+      return invalid("GEMM plan shape '" + words["shape"] + "' is not MxNxK");
+    shape = x == std::string::npos ? "" : shape.substr(x + 1);
+  }
+  p.tuned.m = static_cast<int64_t>(v[0]);
+  p.tuned.n = static_cast<int64_t>(v[1]);
+  p.tuned.k = static_cast<int64_t>(v[2]);
+  uint64_t ws = 0, version = 0;
+  if (!parse_u64(words["ws"], &ws)) return invalid("GEMM plan workspace '" + words["ws"] + "' is not a byte count");
+  if (!parse_u64(words["cublaslt"], &version))
+    return invalid("GEMM plan cuBLASLt version '" + words["cublaslt"] + "' is not a number");
+  p.workspace_bytes = ws;
+  p.cublaslt_version = version;
+  if (words["algo"] != "heuristic") {
+    Status st = parse_gemm_algo_hex(words["algo"], &p.algo);
+    if (!st.ok()) return st;
+    p.has_algo = true;
+  }
+  *out = p;
   return Status();
 }
 

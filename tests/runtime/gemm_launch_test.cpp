@@ -209,3 +209,49 @@ TEST(GemmSessions, BadCallNeverReachesCublas) {
 
 }  // namespace
 }  // namespace fusekit
+
+namespace fusekit {
+namespace {
+
+TEST(GemmPlanText, RoundTrip) {
+  GemmPlan p;
+  p.epilogue = GemmEpilogue::kGeluBias;
+  p.residual = true;
+  p.has_algo = true;
+  for (int w = 0; w < 8; ++w) p.algo.data[w] = 0x1111111111111111ULL * w + 3;
+  p.workspace_bytes = 1 << 20;
+  p.cublaslt_version = 130100;
+  p.tuned = {8192, 768, 3072, false, DType::kBF16};
+  const std::string text = gemm_plan_text(p);
+  EXPECT_NE(text.find("ep=gelu_tanh_bias res=1 shape=8192x768x3072 bt=0 dtype=bf16 ws=1048576 cublaslt=130100 algo="),
+            std::string::npos)
+      << text;
+  GemmPlan q;
+  ASSERT_TRUE(parse_gemm_plan_text(text, &q).ok());
+  EXPECT_EQ(gemm_plan_text(q), text);
+  EXPECT_TRUE(q.tuned == p.tuned);
+  for (int w = 0; w < 8; ++w) EXPECT_EQ(q.algo.data[w], p.algo.data[w]);
+
+  p.has_algo = false;
+  ASSERT_TRUE(parse_gemm_plan_text(gemm_plan_text(p), &q).ok());
+  EXPECT_FALSE(q.has_algo);
+}
+
+TEST(GemmPlanText, BadTextRefused) {
+  GemmPlan q;
+  EXPECT_NE(parse_gemm_plan_text("ep=bias", &q).message().find("lacks res="), std::string::npos);
+  const std::string ok = "ep=bias res=0 shape=1x2x3 bt=1 dtype=f16 ws=0 cublaslt=1 algo=heuristic";
+  ASSERT_TRUE(parse_gemm_plan_text(ok, &q).ok());
+  std::string bad = ok;
+  bad.replace(bad.find("ep=bias"), 7, "ep=gelu_bias");
+  EXPECT_NE(parse_gemm_plan_text(bad, &q).message().find("epilogue 'gelu_bias' is unknown"), std::string::npos);
+  bad = ok;
+  bad.replace(bad.find("1x2x3"), 5, "1x2");
+  EXPECT_NE(parse_gemm_plan_text(bad, &q).message().find("is not MxNxK"), std::string::npos);
+  bad = ok;
+  bad.replace(bad.find("heuristic"), 9, "00ff");
+  EXPECT_NE(parse_gemm_plan_text(bad, &q).message().find("has 4 hex digits"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fusekit

@@ -61,6 +61,13 @@ struct GemmPlan {
   GemmShape tuned;                // the shape it was chosen for
 };
 
+// A plan as one line of `key=value` words, as records and manifests keep it:
+// "ep=gelu_tanh_bias res=0 shape=128x3072x768 bt=1 dtype=f16 ws=1048576
+// cublaslt=130100 algo=<128 hex>" ("algo=heuristic" when it has none).
+std::string gemm_plan_text(const GemmPlan& plan);
+// Inverse of gemm_plan_text; kInvalidArgument naming the bad word.
+Status parse_gemm_plan_text(const std::string& text, GemmPlan* plan);
+
 // Device pointers of one call; bias and residual are 0 when the plan has none.
 struct GemmOperands {
   uint64_t a = 0, b = 0, bias = 0, residual = 0, out = 0;
