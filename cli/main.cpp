@@ -362,6 +362,8 @@ int cmd_build(const po::variables_map& vm) {
   for (const auto& a : split_list({vm["arch"].as<std::string>()})) o.archs.push_back(require_arch(a).arch);
   o.out_dir = vm["out"].as<std::string>();
   o.candidates = selected_candidates(vm);
+  if (vm.count("gemm"))
+    for (const auto& g : vm["gemm"].as<std::vector<std::string>>()) o.gemms.push_back(parse_gemm_flag(g));
   o.cxx = vm["cxx"].as<std::string>();
   o.runtime_library = vm["runtime-lib"].as<std::string>();
   o.runtime_include = vm["runtime-include"].as<std::string>();
@@ -467,6 +469,9 @@ int run(int argc, char** argv) {
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
       ("out", po::value<std::string>(), "package folder for `build`")
+      ("gemm", po::value<std::vector<std::string>>(),
+       "`build`: a GEMM op NAME:EXPR over acc = A @ B (B as nn.Linear's [N, K]; NAME:kn:EXPR for [K, N]), its "
+       "records imported from bench/gemm_race --records; repeatable")
       ("package", po::value<std::string>(), "`verify` the kernels of this built package through its C API")
       ("max-elements", po::value<int64_t>()->default_value(int64_t{1} << 27),
        "`verify --package`: skip problems larger than this")

@@ -106,6 +106,23 @@ GemmCandidate make_gemm_candidate(const std::string& epilogue_source, bool b_tra
   return c;
 }
 
+GemmCandidate parse_gemm_flag(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  const bool named = colon != std::string::npos && !name.empty() &&
+                     name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+  if (!named)
+    throw UserError("--gemm '" + text + "' is not NAME:EXPR (NAME in lowercase letters, digits and _), e.g. "
+                    "--gemm 'bert_up:out = gelu(acc + b[col])'");
+  std::string expr = text.substr(colon + 1);
+  bool b_transposed = true;
+  if (expr.rfind("kn:", 0) == 0) {
+    b_transposed = false;
+    expr = expr.substr(3);
+  }
+  return make_gemm_candidate(expr, b_transposed, name);
+}
+
 std::vector<int64_t> gemm_domain(const GemmDims& d) {
   if (d.m < 1 || d.n < 1 || d.k < 1)
     throw UserError("GEMM shape " + std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) +

@@ -43,6 +43,11 @@ struct GemmCandidate {
 GemmCandidate make_gemm_candidate(const std::string& epilogue_source, bool b_transposed,
                                   const std::string& name = "");
 
+// "NAME:EXPR" (a command line's --gemm) as a candidate named NAME with B as
+// nn.Linear stores it ([N, K]); "NAME:kn:EXPR" for B as [K, N]. UserError
+// naming the flag's form otherwise.
+GemmCandidate parse_gemm_flag(const std::string& text);
+
 // M, N, K of one problem.
 struct GemmDims {
   int64_t m = 0, n = 0, k = 0;

@@ -14,6 +14,7 @@
 #include "fusekit/gemm_launch.h"
 #include "fusekit/kernel_launch.h"
 #include "generator/candidate_workload.h"
+#include "generator/candidates/op_traits.h"
 #include "generator/gemm_workload.h"
 #include "schedules/pointwise_template.h"
 
@@ -117,11 +118,16 @@ class Racer final : public GemmRacer {
     const ArchLimits* limits = find_arch_limits(info_.arch);
     if (!limits) throw UserError("no schedule limits for " + info_.arch.name() + "; the tail kernels need them");
     auto builder = make_kernel_builder(cand_.epilogue, dtype_, *limits);
+    // The template's legal seeds for this epilogue, spread over the list
+    // (it runs from small blocks of one vector to large blocks of four).
+    const int eb = static_cast<int>(dtype_bytes(dtype_));
+    const ParamSpace space = PointwiseTemplate::space(*limits, Backend::kNvrtc, eb, op_traits(cand_.epilogue, dtype_));
+    std::vector<Config> legal;
+    for (const Config& cfg : PointwiseTemplate::seeds(Backend::kNvrtc, eb))
+      if (space.legal(cfg)) legal.push_back(cfg);
     std::vector<Candidate> batch;
-    for (const Config& cfg : PointwiseTemplate::seeds(Backend::kNvrtc, static_cast<int>(dtype_bytes(dtype_)))) {
-      if (static_cast<int>(batch.size()) == opt_.tail_schedules) break;
-      batch.push_back({Backend::kNvrtc, cfg});
-    }
+    const size_t want = std::min<size_t>(legal.size(), std::max(1, opt_.tail_schedules));
+    for (size_t i = 0; i < want; ++i) batch.push_back({Backend::kNvrtc, legal[i * legal.size() / want]});
     std::vector<BuildResult> built = builder->build(batch);
     for (size_t i = 0; i < built.size(); ++i) {
       if (!built[i].ok) {

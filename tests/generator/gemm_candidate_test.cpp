@@ -127,6 +127,11 @@ TEST(GemmCandidate, BadEpiloguesRefused) {
   expect_user_error([] { make_gemm_candidate("out = acc * s[c]", true); }, "NCHW");
   expect_user_error([] { make_gemm_candidate("out = acc\ny = relu(acc)", true); }, "has 2 outputs");
   expect_user_error([] { gemm_domain({128, 3072, 0}); }, "128x3072x0 has an extent below 1");
+  expect_user_error([] { parse_gemm_flag("out = gelu(acc)"); }, "is not NAME:EXPR");
+  expect_user_error([] { parse_gemm_flag("Bert Up:out = acc"); }, "is not NAME:EXPR");
+  EXPECT_TRUE(parse_gemm_flag("bert_up:out = gelu(acc + b[col])").b_transposed);
+  EXPECT_FALSE(parse_gemm_flag("proj:kn:out = acc").b_transposed);
+  EXPECT_EQ(parse_gemm_flag("proj:kn:out = acc").name, "proj");
   GemmCandidate c = make_gemm_candidate("out = acc", true);
   auto wl = make_gemm_workload(c, DType::kF32);
   expect_user_error([&] { wl->problem({8, 8}); }, "3 extents (MxNxK)");
