@@ -423,6 +423,8 @@ int cmd_build(const po::variables_map& vm) {
   for (const auto& a : split_list({vm["arch"].as<std::string>()})) o.archs.push_back(require_arch(a).arch);
   o.out_dir = vm["out"].as<std::string>();
   o.candidates = selected_candidates(vm);
+  if (vm.count("gemm"))
+    for (const auto& g : vm["gemm"].as<std::vector<std::string>>()) o.gemms.push_back(parse_gemm_flag(g));
   o.cxx = vm["cxx"].as<std::string>();
   o.runtime_library = vm["runtime-lib"].as<std::string>();
   o.runtime_include = vm["runtime-include"].as<std::string>();
@@ -537,6 +539,9 @@ int run(int argc, char** argv) {
       ("out", po::value<std::string>(), "package folder for `build`")
       ("target-gpu", po::value<std::string>(),
        "`build`: rank records measured on this GPU (e.g. \"NVIDIA H200\") above others (default: the GPU here)")
+      ("gemm", po::value<std::vector<std::string>>(),
+       "`build`: a GEMM op NAME:EXPR over acc = A @ B (B as nn.Linear's [N, K]; NAME:kn:EXPR for [K, N]), its "
+       "records imported from bench/gemm_race --records; repeatable")
       ("package", po::value<std::string>(), "`verify` the kernels of this built package through its C API")
       ("max-elements", po::value<int64_t>()->default_value(int64_t{1} << 27),
        "`verify --package`: skip problems larger than this")

@@ -20,6 +20,7 @@
 
 #include "fusekit/arch.h"
 #include "generator/candidates/fusion_candidate.h"
+#include "generator/candidates/gemm_candidate.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -28,6 +29,7 @@ struct EmitOptions {
   std::vector<Arch> archs;                  // cubins for these
   std::string out_dir;
   std::vector<FusionCandidate> candidates;  // ops to look for in the database
+  std::vector<GemmCandidate> gemms;         // GEMM ops to look for (generator/package/gemm_entries.h)
   std::string cxx = "c++";                  // compiler for the package's sources
   std::string runtime_library;              // libfusekit_runtime.a (PIC)
   std::string runtime_include;              // runtime/include
