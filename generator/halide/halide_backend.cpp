@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "generator/halide/gpu_math_lowering.h"
+#include "generator/halide/sink_scalar_math.h"
 #include "schedules/pointwise_template.h"
 #include "schedules/row_reduction_template.h"
 
@@ -208,6 +209,8 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   }
   const Target target = cuda_target(arch);
   Halide::Pipeline pipeline(p.output);
+  Halide::Internal::IRMutator* sink = make_sink_scalar_math_pass();
+  pipeline.add_custom_lowering_pass(sink, [sink] { delete sink; });
   Module module = pipeline.compile_to_module(p.arguments(), entry_hint, target);
 
   const LoweredFunc* fn = nullptr;

@@ -226,5 +226,35 @@ TEST(HalideBackend, HalidesOwnBf16CrashIsRecordedWithItsMessage) {
   }
 }
 
+// Scalar parameters in every dtype, math on them alone that Halide hoists
+// out of the kernel, erf, and outputs that are constants or broadcasts: each
+// lowers to one kernel whose float arguments are the candidate's parameters.
+TEST(HalideBackend, ParametersConstantsAndCallsLowerInEveryDtype) {
+  const ArchLimits& sm90 = require_arch("sm_90");
+  for (const char* src : {"param a = 0.75\nout = x * exp(a) + tanh(a * 2)",
+                          "param a = -1.5\nparam b = 2\nout = gelu(x * a + b) + a * b",
+                          "out = x + 1\nout2 = rsqrt(abs(0.5) + 1) + 0 * x",
+                          "out = where(x > 0, gelu(x), -gelu(-x))",
+                          "out = b[col] + s[row] * 2 + x * 0"}) {
+    const std::string text = src;
+    const FusionCandidate c = parse_expression(text);
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      SCOPED_TRACE(text + " " + dtype_name(dt));
+      IsolatedBuild b = run_isolated_build(
+          [&] { return build_halide_kernel(c, dt, Config::parse("threads=128 vec=4 ept=1"), sm90, "fk_scalar"); });
+      ASSERT_TRUE(b.ok) << b.error;
+      int scalars = 0;
+      for (const auto& p : b.artifact.params) {
+        if (p.kind != KernelParam::Kind::kScalarParam) continue;
+        ++scalars;
+        EXPECT_EQ(p.type, KernelParam::Type::kF32);
+        EXPECT_GE(p.index, 0);
+        EXPECT_LT(p.index, static_cast<int>(c.params.size()));
+      }
+      EXPECT_LE(scalars, static_cast<int>(c.params.size()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fusekit
