@@ -29,14 +29,34 @@ bool scalar_math(const Expr& e) {
   return v.ok;
 }
 
+// True when `e` computes with floats anywhere (a parameter compared with a
+// constant is a bool computed from one), so the host could not evaluate it.
+class UsesFloat : public IRVisitor {
+ public:
+  bool found = false;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Variable* op) override { found = found || op->type.is_float(); }
+  void visit(const FloatImm*) override { found = true; }
+};
+
+bool uses_float(const Expr& e) {
+  UsesFloat v;
+  e.accept(&v);
+  return v.found;
+}
+
 class SinkScalarMath : public IRMutator {
   using IRMutator::visit;
-  std::map<std::string, Expr> floats_;  // hoisted f32 lets, in scope here
+  std::map<std::string, Expr> floats_;  // hoisted lets computed with floats, in scope here
   bool in_kernel_ = false;
 
   Stmt visit(const LetStmt* op) override {
-    if (in_kernel_ || !op->value.type().is_float() || !scalar_math(op->value)) return IRMutator::visit(op);
-    floats_[op->name] = substitute(floats_, op->value);  // earlier lets it uses, inlined
+    if (in_kernel_ || !scalar_math(op->value)) return IRMutator::visit(op);
+    const Expr value = substitute(floats_, op->value);  // earlier lets it uses, inlined
+    if (!uses_float(value)) return IRMutator::visit(op);
+    floats_[op->name] = value;
     Stmt body = mutate(op->body);
     floats_.erase(op->name);
     return LetStmt::make(op->name, op->value, body);

@@ -235,7 +235,9 @@ TEST(HalideBackend, ParametersConstantsAndCallsLowerInEveryDtype) {
                           "param a = -1.5\nparam b = 2\nout = gelu(x * a + b) + a * b",
                           "out = x + 1\nout2 = rsqrt(abs(0.5) + 1) + 0 * x",
                           "out = where(x > 0, gelu(x), -gelu(-x))",
-                          "out = b[col] + s[row] * 2 + x * 0"}) {
+                          "out = b[col] + s[row] * 2 + x * 0",
+                          "param a = 0.75\nout = x * 0.5 + where(a < 1.5, x, a * 2)",
+                          "param a = 0.75\nout = x - sum(max(x, b[col]) * 0.5 + sqrt(abs(a)), col)"}) {
     const std::string text = src;
     const FusionCandidate c = parse_expression(text);
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
