@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "generator/candidates/storage_bits.h"
 
 namespace fusekit {
 
@@ -97,6 +98,7 @@ class Context final : public AlgorithmContext {
       }
       Halide::Expr e = p_.inputs[i](args);
       if (f64_) return Halide::cast<double>(e);
+      if (p_.storage == Halide::UInt(16)) return widen_storage_bits(e, p_.dtype);
       return p_.storage == Halide::Float(32) ? e : Halide::cast<float>(e);
     }
     throw InternalError("candidate " + c_.name + " has no input '" + name + "'");
@@ -160,10 +162,10 @@ void constrain(Halide::OutputImageParam b, size_t dims, bool set_min) {
 
 }  // namespace
 
-Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions) {
+Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions, bool storage_bits) {
   Pipeline p;
   p.dtype = dtype;
-  p.storage = storage_type(dtype);
+  p.storage = storage_bits && dtype != DType::kF32 ? Halide::UInt(16) : storage_type(dtype);
   for (const auto& axis : layout_axes(candidate.layout)) p.vars.emplace_back(axis);
   for (const auto& in : candidate.inputs)
     p.inputs.emplace_back(p.storage, in.full() ? static_cast<int>(p.vars.size()) : static_cast<int>(in.axes.size()),
@@ -182,7 +184,7 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_red
   for (auto& v : values) {
     FUSEKIT_INTERNAL_ASSERT(v.type() == (ctx.f64_ ? Halide::Float(64) : Halide::Float(32)),
                             candidate.name + ": output math must be f32 (f64 in a row reduction's reference)");
-    p.stored.push_back(Halide::cast(p.storage, v));
+    p.stored.push_back(p.storage == Halide::UInt(16) ? round_to_storage_bits(v, dtype) : Halide::cast(p.storage, v));
   }
   p.output = Halide::Func(kHalideOutputName);
   std::vector<Halide::Var> args(p.vars.begin(), p.vars.end());

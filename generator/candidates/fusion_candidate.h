@@ -103,7 +103,7 @@ struct RowReduction {
 
 struct Pipeline {
   DType dtype = DType::kF32;
-  Halide::Type storage;                  // Float(32), Float(16) or BFloat(16)
+  Halide::Type storage;                  // Float(32), Float(16) or BFloat(16); UInt(16) for bits storage
   std::vector<Halide::Var> vars;         // innermost first
   std::vector<Halide::ImageParam> inputs;
   std::vector<Halide::Param<float>> params;
@@ -121,7 +121,12 @@ struct Pipeline {
 // (the CPU reference: Halide's simplifier may reassociate f32 math, e.g.
 // (x - max) - log(sum) into x - (max + log(sum)), which a double absorbs);
 // kernels compute in f32.
-Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions = false);
+// `storage_bits`: f16 and bf16 tensors are UInt(16) buffers of their bits,
+// widened and rounded by integer ops (generator/candidates/storage_bits.h);
+// the Halide GPU backend's form, so that no half-float type reaches Halide's
+// code generator.
+Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions = false,
+                     bool storage_bits = false);
 
 // Canonical text of the algorithm at a dtype (layout, inputs, params and the
 // printed output Exprs) and its xxh64 in hex: the database key.

@@ -9,6 +9,8 @@
 #include <map>
 
 #include "common/errors.h"
+#include "generator/halide/gpu_math_lowering.h"
+#include "generator/halide/sink_scalar_math.h"
 #include "schedules/pointwise_template.h"
 #include "schedules/row_reduction_template.h"
 
@@ -189,7 +191,13 @@ std::string halide_version() { return "14.0.0"; }
 
 KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, const Config& config,
                                    const ArchLimits& arch, const std::string& entry_hint) {
-  Pipeline p = instantiate(cand, dtype);
+  Pipeline p = instantiate(cand, dtype, /*f64_reductions=*/false, /*storage_bits=*/true);
+  lower_gpu_math_calls(p.output);
+  for (auto& r : p.reductions) {
+    lower_gpu_math_calls(r.body);
+    lower_gpu_math_calls(r.total);
+    lower_gpu_math_calls(r.func);
+  }
   p.constrain_buffers();
   if (cand.reduces()) {
     std::vector<std::pair<Func, RDom>> reductions;
@@ -201,6 +209,8 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   }
   const Target target = cuda_target(arch);
   Halide::Pipeline pipeline(p.output);
+  Halide::Internal::IRMutator* sink = make_sink_scalar_math_pass();
+  pipeline.add_custom_lowering_pass(sink, [sink] { delete sink; });
   Module module = pipeline.compile_to_module(p.arguments(), entry_hint, target);
 
   const LoweredFunc* fn = nullptr;

@@ -73,6 +73,12 @@ TEST(Reference, Bf16StorageRoundsToNearestEven) {
   EXPECT_EQ(v[1], 1.015625f);
 }
 
+TEST(Reference, WhereMixesInputsAndConstantsInsideARowReduction) {
+  // The row reference computes in double; where()'s f32 constant must follow.
+  auto v = run(parse_expression("out = x - sum(where(x > 0, y, 2), col)"), DType::kF32, {3, 1}, {{1, -1, 2}, {5, 6, 7}});
+  EXPECT_EQ(v, (std::vector<float>{-13, -15, -12}));
+}
+
 TEST(Reference, RejectsAShapeOfTheWrongRank) {
   auto wl = make_candidate_workload(find_pattern("bias_gelu"), DType::kF32);
   EXPECT_THROW(wl->problem({100}), UserError);
