@@ -8,6 +8,8 @@
 //   fusekit db show|export|import --db FILE [JSONL]
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
 //   fusekit verify --package DIR [--max-elements N]   (FUSEKIT_PTX_ONLY=1: the PTX variants)
+//   fusekit plan MODEL.onnx|GRAPH.json [--dim batch=1,8] [--out plan.json]
+//   fusekit tune|build --plan plan.json ...   (cli/cmd_tune_plan.cpp, cli/cmd_build_plan.cpp)
 //   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE] [--pattern ...|--expr TEXT] [--cxx c++]
 //   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0 fast=0"]
 //                  [--backend halide]   (PTX from Halide instead of the CUDA C for NVRTC)
@@ -20,6 +22,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/cmd_build_plan.h"
+#include "cli/cmd_plan.h"
+#include "cli/cmd_tune_plan.h"
 #include "cli/verify_package.h"
 #include "common/errors.h"
 #include "common/shape_text.h"
@@ -120,12 +125,21 @@ int cmd_list() {
   return 0;
 }
 
+// --name for an --expr op: it becomes C symbols, so it must be a safe identifier.
+std::string require_op_name(const std::string& name) {
+  if (graph::safe_identifier(name) != name)
+    throw UserError("--name '" + name + "' is not a C identifier; use letters, digits and single underscores, e.g. " +
+                    graph::safe_identifier(name));
+  return name;
+}
+
 std::vector<FusionCandidate> selected_candidates(const po::variables_map& vm) {
   std::vector<FusionCandidate> out;
   if (vm.count("expr") && vm.count("pattern"))
     throw UserError("give --pattern or --expr, not both");
   if (vm.count("expr")) {
     out.push_back(parse_expression(vm["expr"].as<std::string>()));
+    if (vm.count("name")) out.back().name = require_op_name(vm["name"].as<std::string>());
   } else if (vm.count("pattern")) {
     for (const auto& name : split_list(vm["pattern"].as<std::vector<std::string>>())) out.push_back(find_pattern(name));
   } else {
@@ -356,6 +370,9 @@ int cmd_verify(const po::variables_map& vm) {
 int cmd_build(const po::variables_map& vm) {
   if (!vm.count("arch")) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
   if (!vm.count("out")) throw UserError("build needs --out DIR for the package");
+  if (!vm.count("pattern") && !vm.count("expr"))
+    throw UserError("build needs what to package: --plan plan.json (from `fusekit plan`), --pattern NAME[,NAME] or "
+                    "--expr TEXT [--name NAME]");
   EmitOptions o;
   for (const auto& a : split_list({vm["arch"].as<std::string>()})) o.archs.push_back(require_arch(a).arch);
   o.out_dir = vm["out"].as<std::string>();
@@ -474,6 +491,10 @@ int run(int argc, char** argv) {
       ("runtime-include", po::value<std::string>()->default_value(FUSEKIT_RUNTIME_INCLUDE), "its headers")
       ("cuda-include", po::value<std::string>()->default_value(FUSEKIT_CUDA_INCLUDE), "the folder holding cuda.h")
       ("params", po::value<std::string>()->default_value("ept=2 fast=0 grid=0 threads=256 vec=4"), "schedule for `source`")
+      ("plan", po::value<std::string>(), "`tune`/`build`: every entry of a plan from `fusekit plan`")
+      ("dim", po::value<std::vector<std::string>>()->composing(), "`plan`: sizes of a symbolic dim, e.g. batch=1,8")
+      ("retune", "`tune --plan`: tune sizes the database already holds again")
+      ("name", po::value<std::string>(), "the op name of an --expr op in a package (default expr_<hash>)")
       ("command", po::value<std::vector<std::string>>(), "command");
   po::positional_options_description pos;
   pos.add("command", -1);
@@ -486,20 +507,22 @@ int run(int argc, char** argv) {
   }
   std::vector<std::string> cmd = vm.count("command") ? vm["command"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("help") || cmd.empty()) {
-    std::cout << "usage: fusekit list | tune --arch SM [...] | db show|export|import --db FILE [JSONL] |\n"
+    std::cout << "usage: fusekit list | plan MODEL.onnx|GRAPH.json [--dim NAME=V,V] [--out plan.json] |\n"
+              << "       tune --arch SM [...] | tune --plan plan.json --arch SM | db show|export|import --db FILE [JSONL] |\n"
               << "       verify --arch SM --db FILE [--sizes ...] | verify --package DIR |\n"
-              << "       build --arch SM,SM --out DIR [--db FILE] |\n"
+              << "       build --arch SM,SM --out DIR [--db FILE] --pattern ...|--expr ... [--name N]|--plan plan.json |\n"
               << "       source --pattern NAME --arch SM [--params ...]\n"
               << opts << "\n";
     return cmd.empty() && !vm.count("help") ? 2 : 0;
   }
   if (cmd[0] == "list") return cmd_list();
-  if (cmd[0] == "tune") return cmd_tune(vm);
+  if (cmd[0] == "plan") return cmd_plan(vm, std::vector<std::string>(cmd.begin() + 1, cmd.end()));
+  if (cmd[0] == "tune") return vm.count("plan") ? cmd_tune_plan(vm) : cmd_tune(vm);
   if (cmd[0] == "db") return cmd_db(vm, std::vector<std::string>(cmd.begin() + 1, cmd.end()));
   if (cmd[0] == "source") return cmd_source(vm);
   if (cmd[0] == "verify") return cmd_verify(vm);
-  if (cmd[0] == "build") return cmd_build(vm);
-  throw UserError("unknown command '" + cmd[0] + "'; known: list tune db verify build source");
+  if (cmd[0] == "build") return vm.count("plan") ? cmd_build_plan(vm) : cmd_build(vm);
+  throw UserError("unknown command '" + cmd[0] + "'; known: list plan tune db verify build source");
 }
 
 }  // namespace
