@@ -84,11 +84,11 @@ class Lowerer {
     std::vector<std::pair<std::string, std::string>> outs;
     for (size_t k = 0; k < r_.outputs.size(); ++k) {
       const std::string& t = r_.outputs[k];
+      LoweredValue v = value(t);
       const Shape& shape = *g_.tensor(t)->shape;
       if (!shapes_equal(shape, r_.space))
         throw Unsupported("output " + t + " has shape " + shape_string(shape) + ", not the region's " +
                           shape_string(r_.space) + " (outputs span the iteration space)");
-      LoweredValue v = value(t);
       if (v.is_condition) throw Unsupported("output " + t + " is boolean (kernels store float)");
       const std::string name = r_.outputs.size() == 1 ? "out" : "out" + std::to_string(k);
       program += (program.empty() ? "" : "\n") + name + " = " + v.text;

@@ -84,7 +84,7 @@ class Wrap(torch.nn.Module):
         self.m = m
 
     def forward(self, *args):
-        out = self.m(*args)
+        out = self.m(input_ids=args[0], attention_mask=args[1]) if len(args) == 2 else self.m(*args)
         return out[0] if isinstance(out, (tuple, list)) else getattr(out, "last_hidden_state", out)
 
 
@@ -120,6 +120,11 @@ def main():
         if a.only and name not in a.only:
             continue
         m, args, names, axes, opset = make()
+        # Distinct random weights: the exporter merges equal initializers
+        # (freshly initialized biases are all zero), which real models lack.
+        with torch.no_grad():
+            for p in m.parameters():
+                p.uniform_(-0.1, 0.1)
         with tempfile.TemporaryDirectory() as tmp:
             raw = os.path.join(tmp, name + ".onnx")
             export_torchscript(m, args, names, axes, raw, opset)

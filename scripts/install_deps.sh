@@ -21,3 +21,18 @@ if [ ! -f "$cuda_root/include/nvrtc.h" ] || [ ! -f "$cuda_root/include/cuda.h" ]
        "install the CUDA toolkit or set CUDAToolkit_ROOT" >&2
   exit 1
 fi
+# Python packages of the CPU tests, when one is missing.
+requirements="$(dirname "$0")/../python/requirements-ci.txt"
+if [ -f "$requirements" ]; then
+  py_missing=()
+  while read -r pkg; do
+    pkg=${pkg%%#*}
+    pkg=${pkg// /}
+    [ -z "$pkg" ] && continue
+    python3 -c "import ${pkg//-/_}" 2>/dev/null || py_missing+=("$pkg")
+  done < "$requirements"
+  if [ ${#py_missing[@]} -gt 0 ]; then
+    echo "fusekit: pip-installing ${py_missing[*]}" >&2
+    python3 -m pip install -q -r "$requirements" 2>/dev/null || python3 -m pip install -q --break-system-packages -r "$requirements"
+  fi
+fi
