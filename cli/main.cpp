@@ -141,7 +141,9 @@ std::vector<FusionCandidate> selected_candidates(const po::variables_map& vm) {
     out.push_back(parse_expression(vm["expr"].as<std::string>()));
     if (vm.count("name")) out.back().name = require_op_name(vm["name"].as<std::string>());
   } else if (vm.count("pattern")) {
-    for (const auto& name : split_list(vm["pattern"].as<std::vector<std::string>>())) out.push_back(find_pattern(name));
+    const auto names = split_list(vm["pattern"].as<std::vector<std::string>>());
+    if (names == std::vector<std::string>{"all"}) return catalog();
+    for (const auto& name : names) out.push_back(find_pattern(name));
   } else {
     out = catalog();
   }
@@ -371,7 +373,7 @@ int cmd_build(const po::variables_map& vm) {
   if (!vm.count("arch")) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
   if (!vm.count("out")) throw UserError("build needs --out DIR for the package");
   if (!vm.count("pattern") && !vm.count("expr"))
-    throw UserError("build needs what to package: --plan plan.json (from `fusekit plan`), --pattern NAME[,NAME] or "
+    throw UserError("build needs what to package: --plan plan.json (from `fusekit plan`), --pattern NAME[,NAME] (or all) or "
                     "--expr TEXT [--name NAME]");
   EmitOptions o;
   for (const auto& a : split_list({vm["arch"].as<std::string>()})) o.archs.push_back(require_arch(a).arch);
@@ -460,7 +462,7 @@ int run(int argc, char** argv) {
   opts.add_options()
       ("help,h", "show this help")
       ("arch", po::value<std::string>(), "target architecture: sm_70 sm_75 sm_80 sm_86 sm_89 sm_90")
-      ("pattern", po::value<std::vector<std::string>>()->multitoken(), "catalog patterns (default: all)")
+      ("pattern", po::value<std::vector<std::string>>()->multitoken(), "catalog patterns, or all (tune's default: all)")
       ("expr", po::value<std::string>(), "an expression to fuse, e.g. \"out = tanh(sigmoid(x) * y) + z\"")
       ("dtype", po::value<std::vector<std::string>>()->multitoken()->default_value({"f32"}, "f32"),
        "storage dtypes: f32,f16,bf16")

@@ -17,7 +17,7 @@ build_package() {
   shift
   rm -rf "$pkg" "$db"
   for r in "$@"; do "$bin/fusekit" db import --db "$db" "$r" >>"$log" 2>&1 || return 1; done
-  /usr/bin/time -f "build took %e s" "$bin/fusekit" build --arch sm_90 --db "$db" --out "$pkg" \
+  /usr/bin/time -f "build took %e s" "$bin/fusekit" build --arch sm_90 --pattern all --db "$db" --out "$pkg" \
     --runtime-lib .device/lib/libfusekit_runtime.a --runtime-include runtime/include \
     --cuda-include /usr/local/cuda/include >>"$log" 2>&1
 }

@@ -208,7 +208,7 @@ RECORDS=bench/results/2026-12-01-h200-b0d82bd-package-winners.jsonl.gz SKIP_VERI
 python3 scripts/winners_jsonl.py \$H-b0d82bd-package-winners.jsonl.gz \$H-a396dab-package-winners.jsonl.gz \\
   \$H-df6396f-rows-65536-records.jsonl.gz \$H-df6396f-rows-16384-records.jsonl.gz --supersede df6396f-rows
 build/cli/fusekit db import --db /tmp/pkgdb.db \$H-b0d82bd-package-winners.jsonl.gz
-build/cli/fusekit build --arch sm_90 --db /tmp/pkgdb.db --out .pkg --runtime-lib build/runtime/libfusekit_runtime.a \\
+build/cli/fusekit build --arch sm_90 --pattern all --db /tmp/pkgdb.db --out .pkg --runtime-lib build/runtime/libfusekit_runtime.a \\
   --runtime-include runtime/include --cuda-include /usr/local/cuda/include
 # One device call, carrying .pkg/lib/libfusekit_kernels.so:
 OUT=\$OUT PACKAGE=.pkg PEERS_TIMEOUT=450 bash scripts/gpu_peers_session.sh   # call b0d82bd, the whole suite, 296 s

@@ -90,7 +90,9 @@ TEST_F(BadInput, NotOnnxTruncatedAndTooNewAreUserErrors) {
   const std::string cut = write("cut.onnx", bytes.substr(0, bytes.size() / 2));
   const std::string msg = error_of([&] { import_onnx(cut); });
   EXPECT_NE(msg.find("cut.onnx"), std::string::npos) << msg;
-  // Opset 99: patch the default-domain opset_import of a tiny model.
+  const std::string newer = error_of([&] { import_onnx(std::string(FUSEKIT_SOURCE_DIR) + "/tests/data/onnx/opset21_relu.onnx"); });
+  EXPECT_NE(newer.find("opset21_relu.onnx: opset 21 is newer than this fusekit's ONNX library knows (17)"), std::string::npos)
+      << newer;
   const std::string graph_only = error_of([&] { import_onnx((dir_ / "missing.onnx").string()); });
   EXPECT_NE(graph_only.find("cannot read"), std::string::npos);
 }
@@ -113,6 +115,25 @@ TEST_F(BadInput, PlanCommandNamesTheFileAndWritesNothing) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("distinct kernels"), std::string::npos);
   EXPECT_NO_THROW(read_plan_file(out));
+}
+
+TEST_F(BadInput, TuneAndBuildCheckThePlanAndNameTheirNeeds) {
+  const std::string bin = FUSEKIT_BINARY;
+  const std::string db = (dir_ / "t.db").string();
+  const std::string nonsense = write("p.json", R"J({"format": "fusekit-plan", "version": 1, "entries": [{"name": "a",
+      "expr": "out = x +", "dtype": "f32", "sizes": ["4096"]}]})J");
+  auto r = fusekit::testing::run_command(bin + " tune --plan " + nonsense + " --arch sm_90 --model --db " + db);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("p.json: entry 0 ('a'): expression:1:"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  r = fusekit::testing::run_command(bin + " build --arch sm_90 --db " + db + " --out " + (dir_ / "pkg").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("build needs what to package: --plan plan.json"), std::string::npos) << r.out;
+  r = fusekit::testing::run_command(bin + " build --arch sm_90 --expr 'out = x' --name 'bad name' --db " + db +
+                                    " --out " + (dir_ / "pkg").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--name 'bad name' is not a C identifier"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "pkg"));
 }
 
 TEST_F(BadInput, HandEditedPlansAreRejectedWithTheEntry) {
