@@ -3,7 +3,7 @@
 
 BERT-base (opset 14: layernorm written out as ReduceMean/Sub/Pow/...), GPT-2, a two-layer Llama-style decoder (HF LlamaConfig) and
 torchvision's ResNet-50, through the TorchScript exporter (opset 17) and,
-where it works, the dynamo exporter (opset 18, optimized, then converted to
+where it works, the dynamo exporter (opset 18+, optimized, then converted to
 opset 17, the newest Debian's libonnx 1.12 knows). Weights are stripped:
 every initializer of more than 64 elements becomes a graph input of the
 same name, dtype and shape, so the file holds the graph only (KBs to a few
@@ -76,22 +76,34 @@ def resnet50():
     return m, (torch.randn(2, 3, 224, 224),), ["images"], {0: "batch"}, 17
 
 
-class Wrap(torch.nn.Module):
-    """Returns the first output as a plain tensor (HF models return dataclasses)."""
+class WrapLM(torch.nn.Module):
+    """input_ids, attention_mask -> the last hidden state (HF models return dataclasses)."""
 
     def __init__(self, m):
         super().__init__()
         self.m = m
 
-    def forward(self, *args):
-        out = self.m(input_ids=args[0], attention_mask=args[1]) if len(args) == 2 else self.m(*args)
-        return out[0] if isinstance(out, (tuple, list)) else getattr(out, "last_hidden_state", out)
+    def forward(self, input_ids, attention_mask):
+        return self.m(input_ids=input_ids, attention_mask=attention_mask)[0]
+
+
+class WrapVision(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, images):
+        return self.m(images)
+
+
+def wrap(m, names):
+    return WrapLM(m) if len(names) == 2 else WrapVision(m)
 
 
 def export_torchscript(m, args, names, axes, path, opset):
     dyn = {n: axes for n in names}
     dyn["out"] = {0: "batch"} if len(axes) == 1 else axes
-    torch.onnx.export(Wrap(m), args, path, input_names=names, output_names=["out"], dynamic_axes=dyn,
+    torch.onnx.export(wrap(m, names), args, path, input_names=names, output_names=["out"], dynamic_axes=dyn,
                       opset_version=opset, dynamo=False, do_constant_folding=False)
 
 
@@ -100,7 +112,7 @@ def export_dynamo(m, args, names, axes, path):
     dims = {0: batch}
     if len(axes) > 1:
         dims[1] = torch.export.Dim("seq", min=2, max=512)
-    prog = torch.onnx.export(Wrap(m), args, dynamic_shapes=tuple(dims for _ in names), input_names=names,
+    prog = torch.onnx.export(wrap(m, names), args, dynamic_shapes={n: dims for n in names}, input_names=names,
                              output_names=["out"], dynamo=True)
     prog.optimize()
     prog.save(path)
@@ -113,6 +125,7 @@ def main():
     ap.add_argument("--out", default="tests/data/models")
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--no-dynamo", action="store_true")
+    ap.add_argument("--dynamo-only", action="store_true", help="leave the TorchScript exports as they are")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.manual_seed(0)
@@ -127,12 +140,13 @@ def main():
                 p.uniform_(-0.1, 0.1)
         with tempfile.TemporaryDirectory() as tmp:
             raw = os.path.join(tmp, name + ".onnx")
-            export_torchscript(m, args, names, axes, raw, opset)
-            model = annotate_shapes(onnx.load(raw))
-            moved = strip_weights(model)
-            dst = os.path.join(a.out, name + ".onnx")
-            onnx.save(model, dst)
-            print(f"{dst}: {len(model.graph.node)} nodes, {moved} weights stripped, {os.path.getsize(dst)} bytes")
+            if not a.dynamo_only:
+                export_torchscript(m, args, names, axes, raw, opset)
+                model = annotate_shapes(onnx.load(raw))
+                moved = strip_weights(model)
+                dst = os.path.join(a.out, name + ".onnx")
+                onnx.save(model, dst)
+                print(f"{dst}: {len(model.graph.node)} nodes, {moved} weights stripped, {os.path.getsize(dst)} bytes")
             if a.no_dynamo:
                 continue
             try:
