@@ -47,6 +47,10 @@ class Partitioner {
         if (p == producer_.end() || !fusible_[p->second])
           reason_[i] = "boolean input " + in + " from outside a region (kernels read float tensors)";
       }
+      if (reason_[i].empty() && find_op(g.nodes[i].op)->cls == OpClass::kReduction) {
+        unsupported_[i] = lowering_problem(g.nodes[i]);
+        if (!unsupported_[i].empty()) reason_[i] = unsupported_[i];
+      }
       fusible_[i] = reason_[i].empty();
       if (!fusible_[i]) continue;
       members_[i] = {i};
@@ -68,6 +72,18 @@ class Partitioner {
   }
 
  private:
+  // Why the node's lowering fails on its own (placeholder arguments), or "".
+  std::string lowering_problem(const Node& n) const {
+    std::vector<LoweredValue> args;
+    for (const auto& in : n.inputs) args.push_back(in.empty() ? LoweredValue{} : LoweredValue::value("x"));
+    try {
+      find_op(n.op)->lower(LoweringContext{g_, n}, args);
+    } catch (const Unsupported& e) {
+      return e.what();
+    }
+    return "";
+  }
+
   Shape node_space(const Node& n) const {
     const OpInfo* info = find_op(n.op);
     const std::string& from = info->cls == OpClass::kReduction ? n.inputs.at(0) : n.outputs.at(0);
@@ -178,6 +194,10 @@ class Partitioner {
               [](const Region& x, const Region& y) { return x.nodes.front() < y.nodes.front(); });
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (in_region.count(i)) continue;
+      if (unsupported_.count(i) && !unsupported_[i].empty()) {
+        p.unsupported.push_back({i, unsupported_[i]});
+        continue;
+      }
       std::string why = reason_[i];
       if (why.empty()) why = "a single cheap op: left alone";
       p.boundaries.push_back({i, why});
@@ -190,6 +210,7 @@ class Partitioner {
   std::vector<size_t> parent_;
   std::vector<bool> fusible_;
   std::vector<std::string> reason_;
+  std::map<size_t, std::string> unsupported_;
   std::map<std::string, size_t> producer_;
   std::map<std::string, std::vector<size_t>> uses_;
   std::set<std::string> graph_outputs_;

@@ -42,6 +42,9 @@ struct Boundary {
 struct Partition {
   std::vector<Region> regions;
   std::vector<Boundary> boundaries;   // every node in no region, with why
+  // Reductions found but not expressible on their own (a non-last axis,
+  // keepdims=0, ...): kept out of regions so their neighbours still fuse.
+  std::vector<Boundary> unsupported;
 };
 
 Partition partition(const Graph& graph, const PartitionLimits& limits = {});

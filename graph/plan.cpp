@@ -204,6 +204,7 @@ Plan make_plan(const Graph& graph, const std::string& source, const std::map<std
     taken.insert(unique);
     plan.entries[i].name = unique;
   }
+  for (const Boundary& u : part.unsupported) plan.unsupported.push_back({{graph.nodes[u.node].name}, u.reason});
   for (const Boundary& b : part.boundaries)
     plan.boundaries.push_back({graph.nodes[b.node].name, graph.nodes[b.node].op, b.reason});
   return plan;

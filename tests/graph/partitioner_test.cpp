@@ -44,6 +44,23 @@ TEST(Partitioner, ElementwiseChainBecomesOneFlatRegion) {
   EXPECT_NO_THROW(parse_expression(p.entries[0].expr));
 }
 
+TEST(Partitioner, ComparisonsMadeInsideFeedWhereAndBooleansFromOutsideStop) {
+  GraphBuilder b;
+  auto x = b.input("x", kBSH);
+  auto gt = b.node("Greater", {x, b.scalar(0.0)}, kBSH, {}, ElemType::kBool);
+  b.output(b.node("Where", {gt, x, b.node("Mul", {x, b.scalar(0.1)}, kBSH)}, kBSH));
+  Plan p = plan_of(b.graph());
+  ASSERT_EQ(p.entries.size(), 1u);
+  EXPECT_EQ(p.entries[0].expr, "out = where(in0 > 0, in0, (in0 * 0.100000001))");
+
+  GraphBuilder m;
+  auto y = m.input("y", kBSH), mask = m.input("mask", kBSH, ElemType::kBool);
+  m.output(m.node("Where", {mask, m.node("Exp", {y}, kBSH), y}, kBSH));
+  Plan q = plan_of(m.graph());
+  EXPECT_EQ(q.regions, 0u);
+  EXPECT_TRUE(has_boundary(q, "boolean input mask from outside a region"));
+}
+
 TEST(Partitioner, BiasPerColumnAndScalarsFold) {
   GraphBuilder b;
   auto x = b.input("x", kBSH), bias = b.input("bias", S({D(768)}));
