@@ -30,6 +30,17 @@ def annotate_shapes(model):
     return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
 
 
+def drop_opset18_attrs(model):
+    """The 18 -> 17 converter leaves noop_with_empty_axes on ReduceMean/ReduceMax,
+    which their opset-13 forms lack (ONNX Runtime then rejects the model)."""
+    for n in model.graph.node:
+        if n.op_type in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"):
+            keep = [a for a in n.attribute if a.name != "noop_with_empty_axes"]
+            del n.attribute[:]
+            n.attribute.extend(keep)
+    return model
+
+
 def strip_weights(model):
     g = model.graph
     kept, moved = [], []
@@ -117,7 +128,7 @@ def export_dynamo(m, args, names, axes, path):
     prog.optimize()
     prog.save(path)
     model = onnx.load(path, load_external_data=False)
-    return annotate_shapes(onnx.version_converter.convert_version(model, 17))
+    return annotate_shapes(drop_opset18_attrs(onnx.version_converter.convert_version(model, 17)))
 
 
 def main():
