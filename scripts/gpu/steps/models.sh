@@ -19,7 +19,7 @@ failed=0
 # Two sizes per model: the symbolic dims each model has.
 dims_for() {
   case "$1" in
-    resnet50) echo "--dim batch=1,32" ;;
+    resnet50*) echo "--dim batch=1,32" ;;
     *) echo "--dim batch=8 --dim seq=128,512" ;;
   esac
 }
