@@ -79,8 +79,11 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
     jobs.push_back(std::move(j));
   }
   std::vector<Backend> backends;
-  std::stringstream bs(vm["backend"].as<std::vector<std::string>>().front());
-  for (std::string b; std::getline(bs, b, ',');) backends.push_back(parse_backend(b));
+  for (const auto& item : vm["backend"].as<std::vector<std::string>>()) {
+    std::stringstream bs(item);
+    for (std::string b; std::getline(bs, b, ',');)
+      if (!b.empty()) backends.push_back(parse_backend(b));
+  }
   const int budget = vm["budget"].as<int>();
   if (budget < 1) throw UserError("--budget " + std::to_string(budget) + " must be at least 1");
   const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();

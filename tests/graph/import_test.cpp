@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/errors.h"
 #include "graph/canonicalize.h"
 #include "graph/graph_json.h"
@@ -134,6 +136,37 @@ TEST_F(BadInput, TuneAndBuildCheckThePlanAndNameTheirNeeds) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--name 'bad name' is not a C identifier"), std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "pkg"));
+}
+
+// plan -> tune --plan (the analytic model; no GPU needed) -> again, which
+// measures nothing -> build --plan, whose ops carry the entries' names.
+TEST_F(BadInput, PlanTuneResumeAndBuildEndToEnd) {
+  const std::string bin = FUSEKIT_BINARY;
+  const std::string graph = write("tiny.json", R"J({"format": "fusekit-graph", "version": 1, "name": "tiny",
+    "inputs": ["x", "b"], "outputs": ["y"],
+    "tensors": {"x": {"dtype": "f32", "shape": ["batch", 1024]}, "b": {"dtype": "f32", "shape": [1024]},
+                "h": {"dtype": "f32", "shape": ["batch", 1024]}, "y": {"dtype": "f32", "shape": ["batch", 1024]}},
+    "nodes": [{"name": "add", "op": "Add", "inputs": ["x", "b"], "outputs": ["h"]},
+              {"name": "act", "op": "Sigmoid", "inputs": ["h"], "outputs": ["y"]}]})J");
+  const std::string plan = (dir_ / "plan.json").string(), db = (dir_ / "t.db").string();
+  auto r = fusekit::testing::run_command(bin + " plan " + graph + " --dim batch=64 --out " + plan);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string tune = bin + " tune --plan " + plan + " --arch sm_90 --model --backend nvrtc --budget 1 --db " + db;
+  r = fusekit::testing::run_command(tune);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("64x1024      nvrtc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 sizes (0 already in"), std::string::npos) << r.out;
+  r = fusekit::testing::run_command(tune);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 sizes (1 already in"), std::string::npos) << r.out;
+  const std::string pkg = (dir_ / "pkg").string();
+  r = fusekit::testing::run_command(bin + " build --plan " + plan + " --arch sm_90 --db " + db + " --out " + pkg);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream header(pkg + "/include/fusekit_kernels.h");
+  std::string h((std::istreambuf_iterator<char>(header)), {});
+  EXPECT_NE(h.find("fusekit_tiny_add_sigmoid_f32("), std::string::npos);
+  std::ifstream manifest(pkg + "/share/fusekit_kernels/manifest.json");
+  EXPECT_EQ(nlohmann::json::parse(manifest)["plan"]["entries"][0]["name"], "tiny_add_sigmoid");
 }
 
 TEST_F(BadInput, HandEditedPlansAreRejectedWithTheEntry) {
