@@ -35,13 +35,14 @@ int cmd_report(const po::variables_map& vm) {
   const std::string db_path = vm["db"].as<std::string>();
   const std::string out = vm["out"].as<std::string>();
   if (std::filesystem::is_directory(out)) throw UserError("--out '" + out + "' is a folder; pass a file, e.g. report.html");
-  if (access(db_path.c_str(), R_OK) != 0) throw UserError("no database at '" + db_path + "'; pass --db FILE");
+  if (!is_postgres_uri(db_path) && access(db_path.c_str(), R_OK) != 0)
+    throw UserError("no database at '" + db_path + "'; pass --db FILE");
   const std::string library = read_plot_library(vm["plotly-js"].as<std::string>());
   const nlohmann::json manifest =
       vm.count("package") ? read_package_manifest(vm["package"].as<std::string>()) : nlohmann::json();
   const nlohmann::json plan = vm.count("plan") ? read_plan(vm["plan"].as<std::string>()) : nlohmann::json();
 
-  auto db = open_sqlite_db(db_path);
+  auto db = open_tune_db(db_path, OpenMode::kMustExist);
   const std::vector<TuningRecord> records = db->all();
   if (records.empty())
     throw UserError("database '" + db_path + "' has no records; run `fusekit tune` or `fusekit db import` into it first");

@@ -9,6 +9,8 @@
 //   fusekit db sync A B                    (A, B: SQLite files or postgresql:// URIs)
 //   fusekit verify --arch sm_90 [--db FILE] [--pattern ...] [--dtype ...] [--sizes ...]
 //   fusekit verify --package DIR [--max-elements N]   (FUSEKIT_PTX_ONLY=1: the PTX variants)
+//   fusekit plan MODEL.onnx|GRAPH.json [--dim batch=1,8] [--out plan.json]
+//   fusekit tune|build --plan plan.json ...   (cli/cmd_tune_plan.cpp, cli/cmd_build_plan.cpp)
 //   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE] [--pattern ...|--expr TEXT] [--cxx c++]
 //   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--dtype f32] [--params "threads=256 vec=4 ept=2 grid=0 fast=0"]
 //                  [--backend halide]   (PTX from Halide instead of the CUDA C for NVRTC)
@@ -28,6 +30,9 @@
 #include "cli/cmd_db_sync.h"
 #include "cli/tune_shard.h"
 #include "cli/cmd_report.h"
+#include "cli/cmd_build_plan.h"
+#include "cli/cmd_plan.h"
+#include "cli/cmd_tune_plan.h"
 #include "cli/verify_package.h"
 #include "common/errors.h"
 #include "common/shape_text.h"
@@ -130,14 +135,25 @@ int cmd_list() {
   return 0;
 }
 
+// --name for an --expr op: it becomes C symbols, so it must be a safe identifier.
+std::string require_op_name(const std::string& name) {
+  if (graph::safe_identifier(name) != name)
+    throw UserError("--name '" + name + "' is not a C identifier; use letters, digits and single underscores, e.g. " +
+                    graph::safe_identifier(name));
+  return name;
+}
+
 std::vector<FusionCandidate> selected_candidates(const po::variables_map& vm) {
   std::vector<FusionCandidate> out;
   if (vm.count("expr") && vm.count("pattern"))
     throw UserError("give --pattern or --expr, not both");
   if (vm.count("expr")) {
     out.push_back(parse_expression(vm["expr"].as<std::string>()));
+    if (vm.count("name")) out.back().name = require_op_name(vm["name"].as<std::string>());
   } else if (vm.count("pattern")) {
-    for (const auto& name : split_list(vm["pattern"].as<std::vector<std::string>>())) out.push_back(find_pattern(name));
+    const auto names = split_list(vm["pattern"].as<std::vector<std::string>>());
+    if (names == std::vector<std::string>{"all"}) return catalog();
+    for (const auto& name : names) out.push_back(find_pattern(name));
   } else {
     out = catalog();
   }
@@ -419,6 +435,9 @@ RecordOrigin build_target(const std::string& target_gpu) {
 int cmd_build(const po::variables_map& vm) {
   if (!vm.count("arch")) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
   if (!vm.count("out")) throw UserError("build needs --out DIR for the package");
+  if (!vm.count("pattern") && !vm.count("expr"))
+    throw UserError("build needs what to package: --plan plan.json (from `fusekit plan`), --pattern NAME[,NAME] (or all) or "
+                    "--expr TEXT [--name NAME]");
   EmitOptions o;
   for (const auto& a : split_list({vm["arch"].as<std::string>()})) o.archs.push_back(require_arch(a).arch);
   o.out_dir = vm["out"].as<std::string>();
@@ -509,7 +528,7 @@ int run(int argc, char** argv) {
   opts.add_options()
       ("help,h", "show this help")
       ("arch", po::value<std::string>(), "target architecture: sm_70 sm_75 sm_80 sm_86 sm_89 sm_90")
-      ("pattern", po::value<std::vector<std::string>>()->multitoken(), "catalog patterns (default: all)")
+      ("pattern", po::value<std::vector<std::string>>()->multitoken(), "catalog patterns, or all (tune's default: all)")
       ("expr", po::value<std::string>(), "an expression to fuse, e.g. \"out = tanh(sigmoid(x) * y) + z\"")
       ("dtype", po::value<std::vector<std::string>>()->multitoken()->default_value({"f32"}, "f32"),
        "storage dtypes: f32,f16,bf16")
@@ -551,6 +570,9 @@ int run(int argc, char** argv) {
       ("runtime-include", po::value<std::string>()->default_value(FUSEKIT_RUNTIME_INCLUDE), "its headers")
       ("cuda-include", po::value<std::string>()->default_value(FUSEKIT_CUDA_INCLUDE), "the folder holding cuda.h")
       ("params", po::value<std::string>()->default_value("ept=2 fast=0 grid=0 threads=256 vec=4"), "schedule for `source`")
+      ("plan", po::value<std::string>(), "`tune`/`build`: every entry of a plan from `fusekit plan`")
+      ("dim", po::value<std::vector<std::string>>()->composing(), "`plan`: sizes of a symbolic dim, e.g. batch=1,8")
+      ("name", po::value<std::string>(), "the op name of an --expr op in a package (default expr_<hash>)")
       ("command", po::value<std::vector<std::string>>(), "command");
   add_report_options(opts);
   po::positional_options_description pos;
@@ -564,17 +586,20 @@ int run(int argc, char** argv) {
   }
   std::vector<std::string> cmd = vm.count("command") ? vm["command"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("help") || cmd.empty()) {
-    std::cout << "usage: fusekit list | tune --arch SM [--shard I/N] [...] | db show|export|import --db DB [JSONL] |\n"
-              << "       db sync DB DB |\n"
+    std::cout << "usage: fusekit list | plan MODEL.onnx|GRAPH.json [--dim NAME=V,V] [--out plan.json] |\n"
+              << "       tune --arch SM [--shard I/N] [...] | tune --plan plan.json --arch SM |\n"
+              << "       db show|export|import --db DB [JSONL] | db sync DB DB |\n"
               << "       verify --arch SM --db FILE [--sizes ...] | verify --package DIR |\n"
-              << "       build --arch SM,SM --out DIR [--db FILE] |\n"
+              << "       build --arch SM,SM --out DIR [--db FILE] --pattern ...|--expr ... [--name N]|--plan plan.json |\n"
               << "       source --pattern NAME --arch SM [--params ...] |\n"
               << "       report --db FILE [--plan plan.json] [--package DIR] --out report.html\n"
               << opts << "\n";
     return cmd.empty() && !vm.count("help") ? 2 : 0;
   }
   if (cmd[0] == "list") return cmd_list();
+  if (cmd[0] == "plan") return cmd_plan(vm, std::vector<std::string>(cmd.begin() + 1, cmd.end()));
   if (cmd[0] == "tune") {
+    if (vm.count("plan")) return cmd_tune_plan(vm);
     auto var = [](const char* name) { const char* v = std::getenv(name); return std::string(v ? v : ""); };
     return cmd_tune(vm, {var("SLURM_ARRAY_TASK_ID"), var("SLURM_ARRAY_TASK_COUNT"), var("SLURM_ARRAY_TASK_MIN"),
                          var("JOB_COMPLETION_INDEX")});
@@ -582,9 +607,9 @@ int run(int argc, char** argv) {
   if (cmd[0] == "db") return cmd_db(vm, std::vector<std::string>(cmd.begin() + 1, cmd.end()));
   if (cmd[0] == "source") return cmd_source(vm);
   if (cmd[0] == "verify") return cmd_verify(vm);
-  if (cmd[0] == "build") return cmd_build(vm);
+  if (cmd[0] == "build") return vm.count("plan") ? cmd_build_plan(vm) : cmd_build(vm);
   if (cmd[0] == "report") return cmd_report(vm);
-  throw UserError("unknown command '" + cmd[0] + "'; known: list tune db verify build source report");
+  throw UserError("unknown command '" + cmd[0] + "'; known: list plan tune db verify build source report");
 }
 
 }  // namespace

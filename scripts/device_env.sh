@@ -78,7 +78,7 @@ build_package() {
   shift
   rm -rf "$dir" "$db"
   for r in "$@"; do "$bin/fusekit" db import --db "$db" "$r" >>"$log" 2>&1 || return 1; done
-  /usr/bin/time -f "build took %e s" "$bin/fusekit" build --arch sm_90 --db "$db" --out "$dir" \
+  /usr/bin/time -f "build took %e s" "$bin/fusekit" build --arch sm_90 --pattern all --db "$db" --out "$dir" \
     --runtime-lib .device/lib/libfusekit_runtime.a --runtime-include runtime/include \
     --cuda-include /usr/local/cuda/include >>"$log" 2>&1
 }

@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake libhalide14-0-dev libboost-program-options-dev libgtest-dev libbenchmark-dev
           libsqlite3-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev
-          libpq-dev postgresql
+          libpq-dev postgresql libonnx-dev libprotobuf-dev
           python3-plotly chromium)  # fusekit report inlines plotly.js; its test renders the page in chromium
 missing=()
 for p in "${packages[@]}"; do
@@ -23,11 +23,21 @@ if [ ! -f "$cuda_root/include/nvrtc.h" ] || [ ! -f "$cuda_root/include/cuda.h" ]
        "install the CUDA toolkit or set CUDAToolkit_ROOT" >&2
   exit 1
 fi
-# Python packages of the PyTorch tests (python/requirements-ci.txt), installed
+# Python packages of the CPU tests (python/requirements-ci.txt), installed
 # only when one is missing: the PyPI torch wheel and its CUDA libraries are
 # several GB.
-req="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-ci.txt"
-if [ -f "$req" ] && ! python3 -c "import torch, pytest, ninja" 2>/dev/null; then
-  echo "fusekit: installing the Python test packages of $req" >&2
-  python3 -m pip install -q -r "$req"
+requirements="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-ci.txt"
+if [ -f "$requirements" ]; then
+  py_missing=()
+  while read -r pkg; do
+    pkg=${pkg%%#*}
+    pkg=${pkg// /}
+    pkg=${pkg%%[<>=]*}
+    [ -z "$pkg" ] && continue
+    python3 -c "import ${pkg//-/_}" 2>/dev/null || py_missing+=("$pkg")
+  done < "$requirements"
+  if [ ${#py_missing[@]} -gt 0 ]; then
+    echo "fusekit: pip-installing ${py_missing[*]}" >&2
+    python3 -m pip install -q -r "$requirements" 2>/dev/null || python3 -m pip install -q --break-system-packages -r "$requirements"
+  fi
 fi

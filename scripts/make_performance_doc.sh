@@ -21,7 +21,7 @@ scripts/gpu.sh PACKAGE=.pkg PEERS_TIMEOUT=450 peers                             
 python3 scripts/winners_jsonl.py \$H-b0d82bd-package-winners.jsonl.gz \$H-a396dab-package-winners.jsonl.gz \\
   \$H-df6396f-rows-65536-records.jsonl.gz \$H-df6396f-rows-16384-records.jsonl.gz --supersede df6396f-rows
 build/cli/fusekit db import --db /tmp/pkgdb.db \$H-b0d82bd-package-winners.jsonl.gz
-build/cli/fusekit build --arch sm_90 --db /tmp/pkgdb.db --out .pkg --runtime-lib build/runtime/libfusekit_runtime.a \\
+build/cli/fusekit build --arch sm_90 --pattern all --db /tmp/pkgdb.db --out .pkg --runtime-lib build/runtime/libfusekit_runtime.a \\
   --runtime-include runtime/include --cuda-include /usr/local/cuda/include
 # The retunes (one device call each; memcheck of their winners 14 and 13 checks, 0 errors):
 scripts/gpu.sh OPS=softmax,log_softmax,bias_add_softmax,add_layernorm,add_rmsnorm,layernorm,rmsnorm DTYPES=f32,bf16 \\

@@ -1,0 +1,154 @@
+// Map: read and check the plan and every size, pick the measurer, then per
+// entry the sizes still to tune, tuned in one task with plan-wide progress.
+#include "cli/cmd_tune_plan.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+#include <cstdio>
+
+#include "cli/cmd_plan.h"
+#include "common/errors.h"
+#include "fusekit/shape_bucket.h"
+#include "generator/candidate_workload.h"
+#include "generator/halide_backend.h"
+#include "generator/nvrtc_compiler.h"
+#include "generator/row_reduction_printer.h"
+#include "search/tuner.h"
+
+#ifndef FUSEKIT_VERSION
+#define FUSEKIT_VERSION "0.0.0"
+#endif
+
+namespace fusekit {
+namespace {
+
+struct Job {
+  FusionCandidate cand;
+  DType dtype;
+  std::vector<std::vector<int64_t>> domains;
+};
+
+std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only) {
+  std::string why;
+  if (model_only) {
+    why = "--model given";
+  } else {
+    try {
+      auto m = make_gpu_measurer();
+      if (m->device().arch == arch.arch) {
+        std::fprintf(stderr, "fusekit: measuring on %s (%s)\n", m->device().gpu_name.c_str(), m->device().arch.name().c_str());
+        return m;
+      }
+      why = "the GPU here is " + m->device().gpu_name + " (" + m->device().arch.name() + ")";
+    } catch (const UserError& e) {
+      why = e.what();
+    }
+  }
+  std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); ranking with the analytic model ('modeled' records)\n",
+               arch.arch.name().c_str(), why.c_str());
+  return make_model_measurer(arch);
+}
+
+std::string host_name() {
+  char buf[256] = {0};
+  return gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
+}
+
+// A record of this build of fusekit and Halide exists for the key.
+bool already_tuned(const TuneDb& db, const TuneKey& key) {
+  auto best = db.best(key);
+  return best && best->fusekit_version == FUSEKIT_VERSION && best->halide_version == halide_version();
+}
+
+}  // namespace
+
+int cmd_tune_plan(const boost::program_options::variables_map& vm) {
+  if (!vm.count("arch")) throw UserError("tune needs --arch, e.g. --arch sm_90; known: " + known_arch_names());
+  if (vm.count("expr") || vm.count("pattern")) throw UserError("give --plan, or --pattern/--expr, not both");
+  const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
+  const std::string plan_path = vm["plan"].as<std::string>();
+  const graph::Plan plan = graph::read_plan_file(plan_path);
+  std::vector<Job> jobs;
+  for (const auto& e : plan.entries) {
+    if (e.sizes.empty())
+      throw UserError(plan_path + ": entry '" + e.name + "' has no sizes; plan again with --dim for its symbolic dims");
+    Job j{plan_candidate(e), *parse_dtype(e.dtype), {}};
+    for (const auto& s : e.sizes) j.domains.push_back(plan_domain(j.cand, s));
+    jobs.push_back(std::move(j));
+  }
+  std::vector<Backend> backends;
+  for (const auto& item : vm["backend"].as<std::vector<std::string>>()) {
+    std::stringstream bs(item);
+    for (std::string b; std::getline(bs, b, ',');)
+      if (!b.empty()) backends.push_back(parse_backend(b));
+  }
+  const int budget = vm["budget"].as<int>();
+  if (budget < 1) throw UserError("--budget " + std::to_string(budget) + " must be at least 1");
+  const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
+  auto measurer = pick_measurer(arch, vm.count("model") > 0);
+  auto db = open_tune_db(db_path, OpenMode::kCreate);
+  TunerOptions options;
+  options.backends = backends;
+  options.budget = static_cast<size_t>(budget);
+  options.specialize = static_cast<size_t>(std::max(0, vm["specialize"].as<int>()));
+  options.hint_twins = static_cast<size_t>(std::max(0, vm["hint-twins"].as<int>()));
+  options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
+  options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
+  const bool retune = vm.count("retune") > 0;
+
+  size_t total = 0, done = 0, skipped = 0;
+  for (const auto& j : jobs) total += j.domains.size();
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (const auto& j : jobs) {
+    auto workload = make_candidate_workload(j.cand, j.dtype);
+    TuneTask task;
+    task.workload = workload.get();
+    task.pattern = j.cand.name;
+    task.pipeline_text = canonical_pipeline_text(j.cand, j.dtype);
+    task.pipeline_hash = pipeline_hash(task.pipeline_text);
+    task.kind = j.cand.template_kind();
+    for (const auto& d : j.domains) {
+      const Problem p = workload->problem(d);
+      const TuneKey key{task.pipeline_hash, dtype_name(j.dtype), problem_bucket(task.kind, p), arch.arch.name()};
+      if (!retune && already_tuned(*db, key)) {
+        ++skipped;
+        ++done;
+        std::fprintf(stderr, "[%zu/%zu] %s %s %s: in the database, skipped (--retune tunes it again)\n", done, total,
+                     j.cand.name.c_str(), dtype_name(j.dtype), p.shape_text.c_str());
+      } else {
+        task.domains.push_back(d);
+      }
+    }
+    if (task.domains.empty()) continue;
+    auto builder = make_kernel_builder(j.cand, j.dtype, arch);
+    task.builder = builder.get();
+    task.verify_domain = j.cand.odd_domain();
+    task.cached_inputs = j.cand.full_inputs();
+    task.traits = op_traits(j.cand, j.dtype);
+    const size_t here = task.domains.size();
+    options.progress = [&](const std::string& line) {
+      const double t = elapsed();
+      const double frac = (static_cast<double>(done) + 0.5 * here) / static_cast<double>(total);
+      std::fprintf(stderr, "[%zu/%zu] %s | %.0fs elapsed, ETA %.0fs\n", done + 1, total, line.c_str(), t,
+                   t / frac * (1.0 - frac));
+    };
+    tune(task, *measurer, *db, arch, options);
+    done += here;
+    for (const auto& d : task.domains) {
+      const Problem p = workload->problem(d);
+      auto best = db->best({task.pipeline_hash, dtype_name(j.dtype), problem_bucket(task.kind, p), arch.arch.name()});
+      if (best)
+        std::printf("%-48s %-4s %-12s %-7s %10.2f us %s\n", j.cand.name.c_str(), dtype_name(j.dtype), p.shape_text.c_str(),
+                    best->backend.c_str(), best->median_us, record_status_name(best->status));
+    }
+    std::fflush(stdout);
+  }
+  std::fprintf(stderr, "fusekit: plan %s: %zu entries, %zu sizes (%zu already in %s) in %.0fs\n", plan_path.c_str(),
+               jobs.size(), total, skipped, db_path.c_str(), elapsed());
+  return 0;
+}
+
+}  // namespace fusekit

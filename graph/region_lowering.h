@@ -1,0 +1,34 @@
+// A region as a program of the `--expr` language: its text (which
+// parse_expression accepts), its layout, and which graph tensor each of the
+// program's inputs and outputs is.
+//
+// The iteration space maps onto a layout: a region with a reduction is
+// `rows` (rows = product of the leading dims, cols = the last dim), one
+// whose inputs broadcast per column or per row is `rowcol`, one with
+// per-channel inputs of a 4-D space is `nchw`, the rest `flat`. Each input
+// is full-shape, x[col], x[row], x[c], x[n] or x[hw] by how its shape
+// broadcasts to the space; any other broadcast is reported, not guessed.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/graph_ir.h"
+#include "graph/partitioner.h"
+
+namespace fusekit::graph {
+
+struct LoweredRegion {
+  bool supported = false;
+  std::string reason;                                      // when not supported
+  std::string expr;                                        // the program text
+  std::string layout;                                      // flat rowcol nchw rows
+  ElemType dtype = ElemType::kF32;                         // storage dtype
+  std::vector<std::pair<std::string, std::string>> inputs;   // expr name -> graph tensor, parser order
+  std::vector<std::pair<std::string, std::string>> outputs;  // expr name -> graph tensor, statement order
+};
+
+LoweredRegion lower_region(const Graph& graph, const Region& region);
+
+}  // namespace fusekit::graph
