@@ -9,7 +9,7 @@
 
 #include "cli/cmd_plan.h"
 #include "common/errors.h"
-#include "generator/library_emitter.h"
+#include "generator/package/library_emitter.h"
 
 namespace fusekit {
 

@@ -7,7 +7,7 @@
 
 #include "common/errors.h"
 #include "common/shape_text.h"
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 #include "graph/canonicalize.h"
 #include "graph/graph_json.h"
 #include "graph/onnx_import.h"

@@ -8,7 +8,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "generator/fusion_candidate.h"
+#include "generator/candidates/fusion_candidate.h"
 #include "graph/plan.h"
 
 namespace fusekit {

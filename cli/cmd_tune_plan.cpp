@@ -12,9 +12,11 @@
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
-#include "generator/halide_backend.h"
-#include "generator/nvrtc_compiler.h"
-#include "generator/row_reduction_printer.h"
+#include "generator/halide/halide_backend.h"
+#include "generator/nvrtc/nvrtc_compiler.h"
+#include "generator/candidates/op_traits.h"
+#include "generator/nvrtc/kernel_printer.h"
+#include "generator/nvrtc/row_printer.h"
 #include "search/tuner.h"
 
 #ifndef FUSEKIT_VERSION

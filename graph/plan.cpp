@@ -10,7 +10,7 @@
 
 #include "common/errors.h"
 #include "common/shape_text.h"
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 #include "graph/region_lowering.h"
 
 namespace fusekit::graph {

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "common/errors.h"
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 #include "graph/op_table.h"
 
 namespace fusekit::graph {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 #include "graph/canonicalize.h"
 #include "graph/partitioner.h"
 #include "graph/plan.h"

@@ -14,7 +14,7 @@
 
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
-#include "generator/expr_parser.h"
+#include "generator/candidates/expr_parser.h"
 
 namespace {
 
