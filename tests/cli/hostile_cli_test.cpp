@@ -183,3 +183,40 @@ TEST_F(Hostile, DeepAndLongExpressionsAreMessages) {
 }
 
 }  // namespace
+
+namespace {
+
+// Packages: hostile names compile, rebuilds are atomic and leave no stale files.
+TEST_F(Hostile, PackagesAreAtomicAndTakeHostileNames) {
+  const std::string db = path("names.db");
+  const std::string expr = "'param float = 0.5; int = relu(__x * float) + _Bool; return = int * const'";
+  CommandResult t = fusekit("tune --arch sm_90 --expr " + expr + " --sizes 4096 --budget 1 --backend nvrtc --db " + db);
+  ASSERT_EQ(t.code, 0) << t.out;
+  const std::string out = path("it's a \"pkg\"");
+  const std::string out_arg = "\"" + path("it's a \\\"pkg\\\"") + "\"";
+  CommandResult b = fusekit("build --arch sm_90 --expr " + expr + " --db " + db + " --out " + out_arg);
+  ASSERT_EQ(b.code, 0) << b.out;
+  ASSERT_TRUE(fs::exists(fs::path(out) / "lib" / "libfusekit_kernels.a"));
+  const std::string header = slurp((fs::path(out) / "include" / "fusekit_kernels.h").string());
+  EXPECT_NE(header.find("float* arg_int"), std::string::npos) << header;
+  // A stale file of the earlier build does not survive a rebuild.
+  spit((fs::path(out) / "share" / "stale.txt").string(), "old");
+  ASSERT_EQ(fusekit("build --arch sm_90 --expr " + expr + " --db " + db + " --out " + out_arg).code, 0);
+  EXPECT_FALSE(fs::exists(fs::path(out) / "share" / "stale.txt"));
+  // A failed build leaves the package as it was, and no temporary folder.
+  const std::string manifest = slurp((fs::path(out) / "share" / "fusekit_kernels" / "manifest.json").string());
+  CommandResult bad = fusekit("build --arch sm_90 --expr " + expr + " --db " + db + " --out " + out_arg + " --cxx /bin/false");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_EQ(slurp((fs::path(out) / "share" / "fusekit_kernels" / "manifest.json").string()), manifest);
+  EXPECT_TRUE(fs::exists(fs::path(out) / "lib" / "libfusekit_kernels.a"));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".fusekit-build-"), std::string::npos) << e.path();
+  // A folder that holds something else is not replaced.
+  fs::create_directories(path("mine"));
+  spit(path("mine/keep.txt"), "mine");
+  CommandResult mine = fusekit("build --arch sm_90 --expr " + expr + " --db " + db + " --out " + path("mine"));
+  EXPECT_EQ(mine.code, 2);
+  EXPECT_TRUE(fs::exists(path("mine/keep.txt")));
+}
+
+}  // namespace
