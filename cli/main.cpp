@@ -14,6 +14,7 @@
 
 #include "cli/cmd_build.h"
 #include "cli/cmd_db.h"
+#include "cli/cmd_eval.h"
 #include "cli/cmd_list.h"
 #include "cli/cmd_source.h"
 #include "cli/cmd_tune.h"
@@ -39,17 +40,21 @@ const Command kCommands[] = {
     {"verify", "fusekit verify --arch SM [--db FILE] | fusekit verify --package DIR", cmd_verify_options, cmd_verify},
     {"build", "fusekit build --arch SM,SM --out DIR [--db FILE]", cmd_build_options, cmd_build},
     {"source", "fusekit source --pattern NAME|--expr TEXT --arch SM [--params ...]", cmd_source_options, cmd_source},
+    // A developer command for the numpy oracle; not in the usage list.
+    {"eval", nullptr, cmd_eval_options, cmd_eval},
 };
 
 std::string command_names() {
   std::string names;
-  for (const auto& c : kCommands) names += std::string(names.empty() ? "" : " ") + c.name;
+  for (const auto& c : kCommands)
+    if (c.usage) names += std::string(names.empty() ? "" : " ") + c.name;
   return names;
 }
 
 void print_usage() {
   std::cout << "usage:\n";
-  for (const auto& c : kCommands) std::cout << "  " << c.usage << "\n";
+  for (const auto& c : kCommands)
+    if (c.usage) std::cout << "  " << c.usage << "\n";
   std::cout << "`fusekit COMMAND --help` lists a command's options.\n"
                "exit status: 0 done, 1 a check failed (verify), a tune left a requested op/dtype/size without a "
                "kernel or an import met conflicting records, 2 bad input, 3 internal error\n";
@@ -84,7 +89,7 @@ int run(int argc, char** argv) {
     throw UserError(std::string(e.what()) + "; see `fusekit " + name + " --help`");
   }
   if (vm.count("help")) {
-    std::cout << "usage: " << cmd->usage << "\n" << opts << "\n";
+    std::cout << "usage: " << (cmd->usage ? cmd->usage : "fusekit " + name + " [options]") << "\n" << opts << "\n";
     return 0;
   }
   return cmd->run(vm, vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{});
