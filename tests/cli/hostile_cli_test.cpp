@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "tests/cli/run_command.h"
@@ -217,6 +218,34 @@ TEST_F(Hostile, PackagesAreAtomicAndTakeHostileNames) {
   CommandResult mine = fusekit("build --arch sm_90 --expr " + expr + " --db " + db + " --out " + path("mine"));
   EXPECT_EQ(mine.code, 2);
   EXPECT_TRUE(fs::exists(path("mine/keep.txt")));
+}
+
+}  // namespace
+
+namespace {
+
+// Seeded random command lines from the CLI's own words: each ends with a
+// result or a message (exit 0, 1 or 2), never an internal error or a signal.
+TEST_F(Hostile, RandomCommandLinesNeverCrash) {
+  static const char* words[] = {"list", "tune", "db", "show", "export", "import", "verify", "build", "source", "eval",
+                                "--arch", "sm_90", "sm_999", "--pattern", "''", "relu_add", "softmax", "--expr",
+                                "'out = x +'", "'out = relu(x)'", "--dtype", "f64", "bf16", "--sizes", "0", "3x",
+                                "99999999999999999999", "--db", "--out", "--budget", "-1", "--params", "'vec=3'",
+                                "--help", "--backend", "halide", "--model", "--seed", "x", "--hint-twins", "--nope"};
+  std::mt19937 rng(28);
+  for (int run = 0; run < 40; ++run) {
+    std::string args;
+    const int n = 1 + static_cast<int>(rng() % 7);
+    for (int k = 0; k < n; ++k) {
+      std::string w = words[rng() % std::size(words)];
+      if (w == "--db" || w == "--out") w += " " + path("fz" + std::to_string(run));
+      args += " " + w;
+    }
+    if (args.find(" tune") != std::string::npos || args.find(" build") != std::string::npos) args += " --sizes 4096 --budget 1 --backend nvrtc --pattern relu_add";
+    CommandResult r = fusekit(args);
+    EXPECT_TRUE(r.code == 0 || r.code == 1 || r.code == 2) << args << "\nexit " << r.code << "\n" << r.out.substr(0, 500);
+    EXPECT_EQ(r.out.find("fusekit: internal error"), std::string::npos) << args << "\n" << r.out.substr(0, 500);
+  }
 }
 
 }  // namespace
