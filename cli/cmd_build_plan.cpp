@@ -13,23 +13,11 @@
 
 namespace fusekit {
 
-int cmd_build_plan(const boost::program_options::variables_map& vm) {
-  if (!vm.count("arch")) throw UserError("build needs --arch, e.g. --arch sm_80,sm_86,sm_90");
-  if (!vm.count("out")) throw UserError("build needs --out DIR for the package");
-  if (vm.count("expr") || vm.count("pattern")) throw UserError("give --plan, or --pattern/--expr, not both");
+int cmd_build_plan(const boost::program_options::variables_map& vm, EmitOptions o) {
   const std::string plan_path = vm["plan"].as<std::string>();
   const graph::Plan plan = graph::read_plan_file(plan_path);
   if (plan.entries.empty()) throw UserError(plan_path + ": the plan has no entries to package");
-  EmitOptions o;
-  std::stringstream archs(vm["arch"].as<std::string>());
-  for (std::string a; std::getline(archs, a, ',');)
-    if (!a.empty()) o.archs.push_back(require_arch(a).arch);
-  o.out_dir = vm["out"].as<std::string>();
   for (const auto& e : plan.entries) o.candidates.push_back(plan_candidate(e));
-  o.cxx = vm["cxx"].as<std::string>();
-  o.runtime_library = vm["runtime-lib"].as<std::string>();
-  o.runtime_include = vm["runtime-include"].as<std::string>();
-  o.cuda_include = vm["cuda-include"].as<std::string>();
   const std::string path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
   if (!is_postgres_uri(path) && access(path.c_str(), R_OK) != 0)
     throw UserError("no database at '" + path + "'; run `fusekit tune --plan " + plan_path + "` first");

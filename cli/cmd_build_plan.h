@@ -4,8 +4,12 @@
 
 #include <boost/program_options.hpp>
 
+#include "generator/package/library_emitter.h"
+
 namespace fusekit {
 
-int cmd_build_plan(const boost::program_options::variables_map& vm);
+// `o` holds what `build` resolved already (archs, --out, compiler, runtime,
+// target); the plan's entries become its candidates.
+int cmd_build_plan(const boost::program_options::variables_map& vm, EmitOptions o);
 
 }  // namespace fusekit

@@ -57,6 +57,15 @@ std::vector<int64_t> plan_domain(const FusionCandidate& c, const std::string& si
   return std::vector<int64_t>(dims->rbegin(), dims->rend());
 }
 
+boost::program_options::options_description cmd_plan_options() {
+  namespace po = boost::program_options;
+  po::options_description o("plan options (fusekit plan MODEL.onnx|GRAPH.json)");
+  o.add_options()
+      ("dim", po::value<std::vector<std::string>>()->composing(), "sizes of a symbolic dim to tune, e.g. batch=1,8")
+      ("out", po::value<std::string>(), "where to write the plan (default: only the coverage report)");
+  return o;
+}
+
 int cmd_plan(const boost::program_options::variables_map& vm, const std::vector<std::string>& args) {
   if (args.size() != 1) throw UserError("plan needs one model: fusekit plan MODEL.onnx|GRAPH.json [--dim batch=1,8] [--out plan.json]");
   const std::string& path = args[0];

@@ -13,6 +13,7 @@
 
 namespace fusekit {
 
+boost::program_options::options_description cmd_plan_options();
 int cmd_plan(const boost::program_options::variables_map& vm, const std::vector<std::string>& args);
 
 // A plan entry as a candidate named by the entry (the package op name).

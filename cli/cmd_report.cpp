@@ -22,14 +22,19 @@ namespace po = boost::program_options;
 
 namespace fusekit {
 
-void add_report_options(po::options_description& opts) {
-  opts.add_options()
-      ("plan", po::value<std::string>(), "`report`: also show this plan's coverage (plan.json)")
-      ("plotly-js", po::value<std::string>()->default_value(kDefaultPlotlyJs),
-       "`report`: the plotly.js bundle the page inlines");
+po::options_description cmd_report_options() {
+  po::options_description o("report options");
+  o.add_options()
+      ("db", po::value<std::string>(), "the tuning database to show: a SQLite file or postgresql:// URI (required)")
+      ("out", po::value<std::string>(), "the HTML file to write (required)")
+      ("plan", po::value<std::string>(), "also show this plan's coverage (plan.json)")
+      ("package", po::value<std::string>(), "also show this built package's dispatch")
+      ("plotly-js", po::value<std::string>()->default_value(kDefaultPlotlyJs), "the plotly.js bundle the page inlines");
+  return o;
 }
 
-int cmd_report(const po::variables_map& vm) {
+int cmd_report(const po::variables_map& vm, const std::vector<std::string>& args) {
+  if (!args.empty()) throw UserError("report takes no positional arguments, got '" + args[0] + "'");
   if (!vm.count("db")) throw UserError("report needs --db FILE, the tuning database to show");
   if (!vm.count("out")) throw UserError("report needs --out FILE, e.g. --out report.html");
   const std::string db_path = vm["db"].as<std::string>();

@@ -3,15 +3,15 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <string>
+#include <vector>
 
 namespace fusekit {
 
-// The options only `report` takes (--plan, --plotly-js); --db, --package and
-// --out are the CLI's shared ones.
-void add_report_options(boost::program_options::options_description& opts);
+boost::program_options::options_description cmd_report_options();
 
 // Checks every input before writing; a bad one throws UserError and leaves
 // --out untouched.
-int cmd_report(const boost::program_options::variables_map& vm);
+int cmd_report(const boost::program_options::variables_map& vm, const std::vector<std::string>& args);
 
 }  // namespace fusekit

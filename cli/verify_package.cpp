@@ -214,7 +214,7 @@ int verify_package(const std::string& dir, int64_t max_elements) {
       }
       for (const auto& t : ref) {
         CUdeviceptr d = alloc(t);
-        check(cu->cuMemsetD8(d, 0xff, t.bytes.size()), "cuMemsetD8");  // NaN: an unwritten element fails
+        check(cu->cuMemsetD8(d, kPoisonByte, t.bytes.size()), "cuMemsetD8");  // an unwritten element fails
         out_ptrs.push_back(reinterpret_cast<void*>(d));
       }
       const std::vector<int64_t> outer_first(domain.rbegin(), domain.rend());

@@ -17,6 +17,10 @@ inline std::string shape_text(const std::vector<int64_t>& outer_first) {
   return s;
 }
 
+// The most elements one problem may have: Halide's buffers (the CPU
+// reference, the Halide backend) index with 32-bit integers.
+constexpr int64_t kMaxElements = (int64_t{1} << 31) - 1;
+
 // The extents, outermost first; nullopt unless every part is a positive
 // decimal integer (at most 18 digits).
 inline std::optional<std::vector<int64_t>> parse_shape_text(const std::string& text) {

@@ -348,7 +348,7 @@ class GpuMeasurer final : public Measurer {
 
     // Verify: poison outputs, run once, compare every element.
     for (size_t i = 0; i < problem_.reference.size(); ++i)
-      drv_->cuMemsetD8(args0.outputs[i], 0xFF, problem_.reference[i].bytes.size());
+      drv_->cuMemsetD8(args0.outputs[i], kPoisonByte, problem_.reference[i].bytes.size());
     // cuMemsetD8 runs on the legacy stream, which our non-blocking stream
     // does not wait for: without this, a late memset could overwrite what
     // the kernel wrote (a false failure; it never hides a missed write).

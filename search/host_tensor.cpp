@@ -116,10 +116,30 @@ float load(const uint8_t* p, int64_t i) {
   }
 }
 
-double element_ratio(double g, double r, Tolerance tol) {
+double element_ratio(double g, double r, Tolerance tol, double scale) {
   if (std::isnan(r) || std::isnan(g)) return (std::isnan(r) && std::isnan(g)) ? 0.0 : INFINITY;
   if (std::isinf(r) || std::isinf(g)) return g == r ? 0.0 : INFINITY;
-  return std::fabs(g - r) / (tol.atol + tol.rtol * std::fabs(r));
+  return std::fabs(g - r) / (tol.atol * scale + tol.rtol * std::fabs(r));
+}
+
+template <DType D>
+bool is_poison(const uint8_t* p, int64_t i) {
+  constexpr int64_t size = D == DType::kF32 ? 4 : 2;
+  for (int64_t b = 0; b < size; ++b)
+    if (p[i * size + b] != kPoisonByte) return false;
+  return true;
+}
+
+// min(1, max |ref|) over [begin, end), finite values only; a floor keeps an
+// all-zero reference from dividing by zero.
+template <DType D>
+double reference_scale(const uint8_t* rp, int64_t begin, int64_t end) {
+  double m = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    const double v = std::fabs(load<D>(rp, i));
+    if (std::isfinite(v)) m = std::max(m, v);
+  }
+  return std::max(std::min(1.0, m), 1e-30);
 }
 
 // Runs fn(begin, end, chunk) over [0, n) in up to hardware_concurrency()
@@ -150,11 +170,18 @@ void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tole
   const int64_t n = got.elements();
   const uint8_t* gp = got.bytes.data();
   const uint8_t* rp = ref.bytes.data();
+  const int64_t row = tol.row_length > 0 && n % tol.row_length == 0 ? tol.row_length : n;
+  std::vector<double> scales(static_cast<size_t>(n / std::max<int64_t>(row, 1)) + 1, 1.0);
+  parallel_chunks(n / std::max<int64_t>(row, 1), [&](int64_t begin, int64_t end, size_t) {
+    for (int64_t k = begin; k < end; ++k) scales[static_cast<size_t>(k)] = reference_scale<D>(rp, k * row, (k + 1) * row);
+  });
   std::vector<ChunkResult> chunks(std::max(1u, std::thread::hardware_concurrency()));
   parallel_chunks(n, [&](int64_t begin, int64_t end, size_t k) {
     ChunkResult r;
     for (int64_t i = begin; i < end; ++i) {
-      const double ratio = element_ratio(load<D>(gp, i), load<D>(rp, i), tol);
+      const double ratio = is_poison<D>(gp, i) ? INFINITY
+                                               : element_ratio(load<D>(gp, i), load<D>(rp, i), tol,
+                                                               scales[static_cast<size_t>(i / row)]);
       if (!(ratio > r.max_ratio)) continue;
       if (ratio > 1.0 && r.first_bad < 0) r.first_bad = i;
       r.max_ratio = ratio;
@@ -168,7 +195,9 @@ void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tole
   }
   if (first_bad >= 0 && c->detail.empty())
     c->detail = "output " + std::to_string(t) + " element " + std::to_string(first_bad) + ": got " +
-                std::to_string(load<D>(gp, first_bad)) + ", reference " + std::to_string(load<D>(rp, first_bad));
+                (is_poison<D>(gp, first_bad) ? std::string("nothing (never written)")
+                                             : std::to_string(load<D>(gp, first_bad))) +
+                ", reference " + std::to_string(load<D>(rp, first_bad));
 }
 
 }  // namespace

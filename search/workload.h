@@ -36,11 +36,21 @@ struct Problem {
   double bytes_moved(size_t bytes_per_element) const;
 };
 
-// Per-dtype verification tolerance: |got - ref| <= atol + rtol * |ref|.
+// Per-dtype verification tolerance: |got - ref| <= atol * scale + rtol * |ref|,
+// where scale is min(1, max |ref|) over the tensor, or over each row of
+// `row_length` elements where that is set (row reductions): an output whose
+// values are all small (softmax over 65536 columns) is held to its own size,
+// so an all-zero output never passes.
 struct Tolerance {
   double atol;
   double rtol;
+  int64_t row_length = 0;
 };
+
+// The bit pattern the measurers fill outputs with before a launch (every
+// byte 0xFF: a NaN no kernel or reference computes); an element still
+// holding it was never written and never matches.
+constexpr uint8_t kPoisonByte = 0xFF;
 Tolerance tolerance_for(DType dtype);
 
 class Workload {
@@ -72,7 +82,7 @@ class Workload {
 
 // Result of comparing outputs with the reference.
 struct Comparison {
-  double max_ratio = 0.0;   // max |got-ref| / (atol + rtol |ref|); NaN mismatch = inf
+  double max_ratio = 0.0;   // max |got-ref| / (atol scale + rtol |ref|); NaN mismatch or poison = inf
   std::string detail;       // first failing element, when max_ratio > 1
   bool passed() const { return max_ratio <= 1.0; }
 };

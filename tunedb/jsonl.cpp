@@ -45,7 +45,7 @@ size_t write_jsonl(const std::vector<TuningRecord>& records, const std::string& 
   return records.size();
 }
 
-std::vector<TuningRecord> read_jsonl(const std::string& path) {
+std::vector<TuningRecord> read_jsonl(const std::string& path, std::vector<size_t>* lines) {
   GzFile in(gzopen(path.c_str(), "rb"));
   if (!in) throw UserError("cannot read '" + path + "'; check the path");
   std::string text;
@@ -56,6 +56,12 @@ std::vector<TuningRecord> read_jsonl(const std::string& path) {
     int code = 0;
     throw UserError("cannot read '" + path + "': " + gzerror(in.get(), &code) + " (a truncated or corrupt .gz?)");
   }
+  // zlib hands out what a cut gzip stream held and flags the missing end
+  // (deflate's last block or the trailer) only in gzerror.
+  int code = Z_OK;
+  gzerror(in.get(), &code);
+  if (code == Z_BUF_ERROR || (!gzdirect(in.get()) && !gzeof(in.get())))
+    throw UserError("'" + path + "' is a truncated gzip file (its end or trailer is missing); export it again");
   std::vector<TuningRecord> records;
   size_t lineno = 0;
   for (size_t begin = 0; begin < text.size();) {
@@ -68,6 +74,7 @@ std::vector<TuningRecord> read_jsonl(const std::string& path) {
     try {
       records.push_back(nlohmann::json::parse(line).get<TuningRecord>());
       upgrade_record(&records.back());
+      if (lines) lines->push_back(lineno);
     } catch (const nlohmann::json::exception& e) {
       throw UserError(path + ":" + std::to_string(lineno) + ": not a JSON record: " + e.what());
     } catch (const UserError& e) {

@@ -10,7 +10,7 @@ std::unique_ptr<TuneDb> open_tune_db(const std::string& uri_or_path, OpenMode mo
   if (is_postgres_uri(uri_or_path)) return open_postgres_db(uri_or_path, mode == OpenMode::kCreate, spool_dir);
   if (mode == OpenMode::kMustExist && access(uri_or_path.c_str(), R_OK) != 0)
     throw UserError("no database at '" + uri_or_path + "'; pass --db FILE or run tune first");
-  return open_sqlite_db(uri_or_path);
+  return mode == OpenMode::kMustExist ? open_sqlite_db_read_only(uri_or_path) : open_sqlite_db(uri_or_path);
 }
 
 }  // namespace fusekit

@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
 
 #include "common/errors.h"
 #include "common/shape_text.h"
@@ -96,6 +97,15 @@ template <typename T>
 void read_field(const nlohmann::json& v, T& out) {
   v.get_to(out);
 }
+// A count too large for int (or a fraction) is refused, not wrapped.
+void read_field(const nlohmann::json& v, int& out) {
+  if (!v.is_number_integer()) throw std::domain_error("not an integer");
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int>::max())
+                             : (v.get<int64_t>() > std::numeric_limits<int>::max() ||
+                                v.get<int64_t>() < std::numeric_limits<int>::min()))
+    throw std::out_of_range("integer out of range");
+  out = v.get<int>();
+}
 void read_field(const nlohmann::json& v, double& out) {
   out = v.is_null() ? std::numeric_limits<double>::infinity() : v.get<double>();
 }
@@ -107,8 +117,9 @@ void from_json(const nlohmann::json& j, TuningRecord& r) {
   if (!j.contains(#f)) throw UserError("record lacks field '" #f "'");                 \
   try {                                                                                \
     read_field(j.at(#f), r.f);                                                         \
-  } catch (const nlohmann::json::exception&) {                                         \
-    throw UserError("record field '" #f "' has the wrong type: " + j.at(#f).dump());    \
+  } catch (const std::exception&) {                                                    \
+    throw UserError("record field '" #f "' has the wrong type or is out of range: " +  \
+                    j.at(#f).dump());                                                  \
   }
   FUSEKIT_RECORD_FIELDS(FUSEKIT_GET)
 #undef FUSEKIT_GET

@@ -50,17 +50,19 @@ class Statement {
 
 class SqliteStore final : public TuneDb {
  public:
-  explicit SqliteStore(const std::string& path) : path_(path) {
+  SqliteStore(const std::string& path, bool read_only) : path_(path) {
     auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) {
+    if (!read_only && !parent.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(parent, ec);
     }
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
       sqlite3_close(db_);
       db_ = nullptr;
-      throw UserError("cannot open database '" + path + "': " + msg + "; pass --db with a writable path");
+      throw UserError("cannot open database '" + path + "': " + msg +
+                      (read_only ? "; pass --db with an existing database" : "; pass --db with a writable path"));
     }
     // Writers wait their turn: sixteen tuning processes committing into one
     // file at once (bench/fleet_bench) each wait for several seconds at times.
@@ -92,6 +94,16 @@ class SqliteStore final : public TuneDb {
       db_ = nullptr;
       throw UserError("'" + path + "' is a SQLite file but not a fusekit database; pass --db with another path");
     }
+    if (read_only) {
+      // Reads never write: an old file without kernel_hash reads it as ''.
+      if (!has_table())
+        throw UserError("'" + path + "' holds no fusekit records table; run tune or db import into it first");
+      if (!has_column("kernel_hash")) {
+        columns_ = kColumns;
+        columns_.replace(columns_.rfind("kernel_hash"), std::string("kernel_hash").size(), "'' AS kernel_hash");
+      }
+      return;
+    }
     // A current database opens without a write, so concurrent opens do not
     // queue for the write lock.
     if (version == kSchemaVersion && has_column("kernel_hash")) return;
@@ -100,7 +112,7 @@ class SqliteStore final : public TuneDb {
     // its default, so the file stays readable by the fusekit that wrote it
     // (whose statements name their columns).
     if (!has_column("kernel_hash")) exec("ALTER TABLE records ADD COLUMN kernel_hash TEXT NOT NULL DEFAULT ''");
-    exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+    if (version != kSchemaVersion) exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
   }
   ~SqliteStore() override { sqlite3_close(db_); }
 
@@ -139,7 +151,7 @@ class SqliteStore final : public TuneDb {
   // Config text is canonical ("cache=4 len=16384 rows=1"): a specialized
   // schedule has the token "len=".
   std::vector<TuningRecord> key_records(const TuneKey& key, bool generic_only) const override {
-    return query(std::string("SELECT ") + kColumns +
+    return query("SELECT " + columns_ +
                      " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
                      " AND status IN ('ok','modeled')" +
                      (generic_only ? " AND (' ' || params) NOT LIKE '% len=%'" : "") +
@@ -148,7 +160,7 @@ class SqliteStore final : public TuneDb {
   }
 
   std::vector<TuningRecord> all(const RecordFilter& f) const override {
-    return query(std::string("SELECT ") + kColumns +
+    return query("SELECT " + columns_ +
                      " FROM records WHERE (?1='' OR pattern=?1) AND (?2='' OR dtype=?2) AND (?3='' OR arch=?3)"
                      " AND (?4='' OR backend=?4) AND (?5='' OR status='ok') ORDER BY timestamp, rowid",
                  {f.pattern, f.dtype, f.arch, f.backend, f.ok_only ? "1" : ""});
@@ -174,6 +186,11 @@ class SqliteStore final : public TuneDb {
   bool has_column(const std::string& name) {
     Statement s(db_, "SELECT COUNT(*) FROM pragma_table_info('records') WHERE name=?1", path_);
     sqlite3_bind_text(s.get(), 1, name.c_str(), -1, SQLITE_TRANSIENT);
+    return sqlite3_step(s.get()) == SQLITE_ROW && sqlite3_column_int(s.get(), 0) > 0;
+  }
+
+  bool has_table() {
+    Statement s(db_, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='records'", path_);
     return sqlite3_step(s.get()) == SQLITE_ROW && sqlite3_column_int(s.get(), 0) > 0;
   }
 
@@ -223,6 +240,7 @@ class SqliteStore final : public TuneDb {
   }
 
   std::string path_;
+  std::string columns_ = kColumns;  // what SELECTs read
   sqlite3* db_ = nullptr;
 };
 
@@ -230,7 +248,12 @@ class SqliteStore final : public TuneDb {
 
 std::unique_ptr<TuneDb> open_sqlite_db(const std::string& path) {
   if (path.empty()) throw UserError("empty database path; pass --db FILE");
-  return std::make_unique<SqliteStore>(path);
+  return std::make_unique<SqliteStore>(path, false);
+}
+
+std::unique_ptr<TuneDb> open_sqlite_db_read_only(const std::string& path) {
+  if (path.empty()) throw UserError("empty database path; pass --db FILE");
+  return std::make_unique<SqliteStore>(path, true);
 }
 
 std::string default_db_path() {

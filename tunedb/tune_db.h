@@ -55,12 +55,17 @@ class TuneDb {
 // Opens (creating if absent) a SQLite database file. Throws UserError when
 // the file is not a fusekit database or cannot be opened, naming the path.
 std::unique_ptr<TuneDb> open_sqlite_db(const std::string& path);
+// Opens an existing database for reading only: nothing in the file changes
+// (no schema setup, no header writes), and a read-only file works. commit()
+// on it throws UserError.
+std::unique_ptr<TuneDb> open_sqlite_db_read_only(const std::string& path);
 
 // Whether --db names a PostgreSQL server (postgresql:// or postgres://)
 // rather than a SQLite file.
 bool is_postgres_uri(const std::string& db);
 
-// How a command opens its database: writers create it, readers need it.
+// How a command opens its database: writers create it, readers need it and
+// never write it (a SQLite file opens read-only).
 enum class OpenMode { kCreate, kMustExist };
 
 // The one factory behind --db: a PostgreSQL URI or a SQLite path. With
@@ -89,8 +94,9 @@ size_t write_jsonl(const std::vector<TuningRecord>& records, const std::string& 
 // Every record of a JSON-lines file, plain or gzip-compressed (told by its
 // bytes, not its name), each upgraded as an import gives it
 // (upgrade_record); a line that is not a record throws UserError naming the
-// file and line.
-std::vector<TuningRecord> read_jsonl(const std::string& path);
+// file and line, and so does a gzip file cut short. `lines`, if given,
+// receives each record's line number.
+std::vector<TuningRecord> read_jsonl(const std::string& path, std::vector<size_t>* lines = nullptr);
 // Reads JSON lines (read_jsonl) into `db`; returns how many were new. The
 // whole file is validated before anything is written, so after a bad line
 // the database is untouched.

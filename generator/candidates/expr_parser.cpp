@@ -2,8 +2,11 @@
 // algorithm turns the AST into Halide Exprs.
 #include "generator/candidates/expr_parser.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -15,6 +18,8 @@
 namespace fusekit {
 namespace {
 
+constexpr int64_t kSizeCap = int64_t{1} << 40;  // sizes saturate here, far above any limit
+
 struct Node;
 using NodePtr = std::shared_ptr<const Node>;
 
@@ -25,6 +30,8 @@ struct Node {
   std::string name;          // input / param / output / call / operator
   std::vector<NodePtr> args;
   int line = 0, col = 0;
+  int depth = 1;             // levels of the tree below and at this node
+  int64_t size = 1;          // nodes of the tree with earlier outputs inlined (capped)
 };
 
 enum class Tok { kEnd, kName, kNumber, kOp, kSep };
@@ -39,7 +46,15 @@ struct Token {
   throw UserError("expression:" + std::to_string(line) + ":" + std::to_string(col) + ": " + msg);
 }
 
+[[noreturn]] void fail_limit(int line, int col, const std::string& what, int64_t n, int64_t most) {
+  fail(line, col, "expression too " + what + ": " + std::to_string(n) + (what == "deep" ? " levels" : "") +
+                      ", at most " + std::to_string(most));
+}
+
 std::vector<Token> lex(const std::string& s) {
+  if (s.size() > kMaxExpressionChars)
+    throw UserError("expression too long: " + std::to_string(s.size()) + " characters, at most " +
+                    std::to_string(kMaxExpressionChars));
   std::vector<Token> out;
   int line = 1, col = 1;
   size_t i = 0;
@@ -69,6 +84,9 @@ std::vector<Token> lex(const std::string& s) {
       while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
       t.kind = Tok::kName;
       t.text = s.substr(i, j - i);
+      if (t.text.size() > kMaxNameChars)
+        fail(line, col, "name '" + t.text.substr(0, 16) + "...' is " + std::to_string(t.text.size()) +
+                            " characters long, at most " + std::to_string(kMaxNameChars));
       advance(j - i);
     } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       char* end = nullptr;
@@ -76,6 +94,9 @@ std::vector<Token> lex(const std::string& s) {
       size_t j = static_cast<size_t>(end - s.c_str());
       t.kind = Tok::kNumber;
       t.text = s.substr(i, j - i);
+      const double v = std::strtod(t.text.c_str(), nullptr);
+      if (!std::isfinite(static_cast<float>(v)))
+        fail(line, col, "number " + t.text + " does not fit in f32 (at most about 3.4e38)");
       advance(j - i);
     } else {
       static const char* two[] = {"<=", ">=", "==", "!="};
@@ -104,9 +125,26 @@ constexpr CallInfo kCalls[] = {
     {"where", 3}, {"sum", 2},  {"mean", 2},
 };
 
+// Deepest nesting of '(' and '[' and where it first passes `most`; the
+// recursive descent below never goes deeper than kMaxDepth.
+void check_nesting(const std::vector<Token>& toks) {
+  int depth = 0, deepest = 0;
+  const Token* at = nullptr;
+  for (const auto& t : toks) {
+    if (t.kind != Tok::kOp) continue;
+    if (t.text == "(" || t.text == "[") {
+      deepest = std::max(deepest, ++depth);
+      if (depth > kMaxDepth && !at) at = &t;
+    } else if (t.text == ")" || t.text == "]") {
+      --depth;
+    }
+  }
+  if (at) fail_limit(at->line, at->col, "deep", deepest, kMaxDepth);
+}
+
 class Parser {
  public:
-  explicit Parser(const std::string& src) : toks_(lex(src)) {}
+  explicit Parser(const std::string& src) : toks_(lex(src)) { check_nesting(toks_); }
 
   FusionCandidate parse(const std::string& src) {
     while (peek().kind != Tok::kEnd) {
@@ -116,6 +154,15 @@ class Parser {
         fail(peek().line, peek().col, "expected ';' or a new line after the statement, found '" + peek().text + "'");
     }
     if (outputs_.empty()) fail(1, 1, "no output: write e.g. 'out = relu(x) + y'");
+    if (inputs_.size() > kMaxInputs)
+      fail(1, 1, "too many inputs: " + std::to_string(inputs_.size()) + ", at most " + std::to_string(kMaxInputs));
+    if (outputs_.size() > kMaxOutputs)
+      fail(1, 1, "too many outputs: " + std::to_string(outputs_.size()) + ", at most " + std::to_string(kMaxOutputs));
+    if (params_.size() > kMaxParams)
+      fail(1, 1, "too many parameters: " + std::to_string(params_.size()) + ", at most " + std::to_string(kMaxParams));
+    int64_t total = 0;
+    for (const auto& o : outputs_) total = std::min(total + o.second->size, kSizeCap);
+    if (total > kMaxNodes) fail_limit(1, 1, "large", total, kMaxNodes);
     if (reduces_ && layout_ == Layout::kNchw)
       fail(reduce_at_.line, reduce_at_.col, "a reduction along col needs the col/row layout, not NCHW");
     FusionCandidate c;
@@ -130,7 +177,8 @@ class Parser {
     }
     c.algorithm = [roots](const AlgorithmContext& ctx) {
       std::vector<Halide::Expr> out;
-      for (const auto& r : roots) out.push_back(lower(*r, ctx));
+      Lowered memo;  // a node shared by several outputs is lowered once
+      for (const auto& r : roots) out.push_back(lower(*r, ctx, &memo));
       return out;
     };
     return c;
@@ -177,6 +225,11 @@ class Parser {
     expect_op("=", "after the output name");
     NodePtr e = expr();
     if (e->kind == Node::Kind::kCompare) fail(e->line, e->col, "a comparison is not a value; use where(cond, a, b)");
+    for (const auto& in : inputs_)
+      if (in.name == t.text)
+        fail(t.line, t.col, "'" + t.text + "' is an input of this statement and cannot also be its output; "
+                            "name the output otherwise, e.g. '" + t.text + "_out'");
+    if (e->depth > kMaxDepth) fail_limit(t.line, t.col, "deep", e->depth, kMaxDepth);
     outputs_.push_back({t.text, e});
   }
 
@@ -187,6 +240,10 @@ class Parser {
     n->args = std::move(args);
     n->line = at.line;
     n->col = at.col;
+    for (const auto& a : n->args) {
+      n->depth = std::max(n->depth, a->depth + 1);
+      n->size = std::min(n->size + a->size, kSizeCap);
+    }
     return n;
   }
 
@@ -230,12 +287,17 @@ class Parser {
     return lhs;
   }
 
+  // Negations chain without parentheses ("- - - x"): counted as levels too.
   NodePtr unary() {
-    if (peek().kind == Tok::kOp && peek().text == "-") {
-      Token t = next();
-      return make(Node::Kind::kUnary, t, "-", {unary()});
+    int minus = 0;
+    std::vector<Token> signs;
+    while (peek().kind == Tok::kOp && peek().text == "-") {
+      signs.push_back(next());
+      if (++minus > kMaxDepth) fail_limit(signs.back().line, signs.back().col, "deep", minus, kMaxDepth);
     }
-    return primary();
+    NodePtr e = primary();
+    for (size_t k = signs.size(); k-- > 0;) e = make(Node::Kind::kUnary, signs[k], "-", {e});
+    return e;
   }
 
   int axis_index(const Token& t) {
@@ -360,22 +422,31 @@ class Parser {
     return input_ref(t, {});
   }
 
-  static Halide::Expr lower(const Node& n, const AlgorithmContext& ctx) {
+  using Lowered = std::map<const Node*, Halide::Expr>;
+
+  static Halide::Expr lower(const Node& n, const AlgorithmContext& ctx, Lowered* memo) {
+    if (auto it = memo->find(&n); it != memo->end()) return it->second;
+    Halide::Expr e = lower_node(n, ctx, memo);
+    memo->emplace(&n, e);
+    return e;
+  }
+
+  static Halide::Expr lower_node(const Node& n, const AlgorithmContext& ctx, Lowered* memo) {
     using Halide::Expr;
     switch (n.kind) {
       case Node::Kind::kNumber: return Expr(static_cast<float>(n.number));
       case Node::Kind::kInput: return ctx.in(n.name);
       case Node::Kind::kParam: return ctx.param(n.name);
-      case Node::Kind::kUnary: return -lower(*n.args[0], ctx);
+      case Node::Kind::kUnary: return -lower(*n.args[0], ctx, memo);
       case Node::Kind::kBinary: {
-        Expr a = lower(*n.args[0], ctx), b = lower(*n.args[1], ctx);
+        Expr a = lower(*n.args[0], ctx, memo), b = lower(*n.args[1], ctx, memo);
         if (n.name == "+") return a + b;
         if (n.name == "-") return a - b;
         if (n.name == "*") return a * b;
         return a / b;
       }
       case Node::Kind::kCompare: {
-        Expr a = lower(*n.args[0], ctx), b = lower(*n.args[1], ctx);
+        Expr a = lower(*n.args[0], ctx, memo), b = lower(*n.args[1], ctx, memo);
         if (n.name == "<") return a < b;
         if (n.name == "<=") return a <= b;
         if (n.name == ">") return a > b;
@@ -385,11 +456,11 @@ class Parser {
       }
       case Node::Kind::kReduce: {
         const Reduction kind = n.name == "sum" ? Reduction::kSum : n.name == "mean" ? Reduction::kMean : Reduction::kMax;
-        return ctx.reduce(kind, lower(*n.args[0], ctx));
+        return ctx.reduce(kind, lower(*n.args[0], ctx, memo));
       }
       case Node::Kind::kCall: {
         std::vector<Expr> a;
-        for (const auto& arg : n.args) a.push_back(lower(*arg, ctx));
+        for (const auto& arg : n.args) a.push_back(lower(*arg, ctx, memo));
         const std::string& f = n.name;
         if (f == "exp") return Halide::exp(a[0]);
         if (f == "log") return Halide::log(a[0]);

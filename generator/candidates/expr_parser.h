@@ -15,13 +15,28 @@
 // A bare NAME is a full-shape input unless it is a param or an earlier
 // output; NAME[axes] is an input broadcast along the other axes. Errors are
 // UserErrors of the form "expression:LINE:COL: message".
+//
+// Limits (each refusal names it): the generated kernel, the Halide
+// reference and the printers walk the tree recursively and every input is a
+// kernel argument, so an expression is bounded in depth (nesting, chained
+// operators and inlined outputs all count), in size and in names.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "generator/candidates/fusion_candidate.h"
 
 namespace fusekit {
+
+constexpr size_t kMaxExpressionChars = 1 << 20;
+constexpr int kMaxDepth = 256;          // levels of the expression tree
+constexpr int64_t kMaxNodes = 20000;    // operations, earlier outputs inlined
+constexpr size_t kMaxInputs = 64;
+constexpr size_t kMaxOutputs = 16;
+constexpr size_t kMaxParams = 64;
+constexpr size_t kMaxNameChars = 64;
 
 FusionCandidate parse_expression(const std::string& source);
 

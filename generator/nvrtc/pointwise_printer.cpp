@@ -91,6 +91,8 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     std::string stmts;
     Expr e = pipe.stored[o];
     if (const auto* c = e.as<Halide::Internal::Cast>(); c && c->value.type() == Float(32)) e = c->value;
+    // A constant output: Halide folded the cast into a storage-typed constant.
+    if (const auto* f = e.as<Halide::Internal::FloatImm>()) e = Halide::Internal::FloatImm::make(Float(32), f->value);
     if (e.type() != Float(32)) throw InternalError("CUDA C printer: output math is not f32");
     e = common_subexpression_elimination(e);
     // Prefix let names per output so hoisted temporaries never collide.

@@ -467,6 +467,9 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   for (const auto& p : cand.params) add_sig("const float " + halide_param_name(p.name));
   auto strip_cast = [&](Expr e) {
     if (const auto* c = e.as<Halide::Internal::Cast>(); c && c->value.type() == Halide::Float(32)) e = c->value;
+    // A constant output: Halide folded the cast into a storage-typed constant.
+    if (const auto* f = e.as<Halide::Internal::FloatImm>())
+      e = Halide::Internal::FloatImm::make(Halide::Float(32), f->value);
     if (e.type() != Halide::Float(32)) throw InternalError("row reduction printer: math is not f32");
     return Halide::Internal::common_subexpression_elimination(e);
   };

@@ -6,6 +6,9 @@
 #include "generator/package/library_emitter.h"
 #include "generator/package/record_selection.h"
 
+#include <unistd.h>
+
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -196,10 +199,29 @@ std::vector<std::string> shape_args(Layout layout) {
 
 // A C parameter name for an input, output or scalar parameter: never one of
 // the shape arguments, `stream`, or the wrappers' fk_ locals.
+// C and C++ keywords and the names the header itself uses: an expression's
+// names are identifiers, but these would not compile as parameter names.
+bool is_reserved_name(const std::string& name) {
+  static const std::set<std::string> kReserved = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+      "requires", "restrict", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast",
+      "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid",
+      "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      "int64_t", "uint16_t", "CUstream", "CUdeviceptr", "NULL"};
+  return kReserved.count(name) > 0 || name.rfind("__", 0) == 0 ||
+         (name.size() > 1 && name[0] == '_' && std::isupper(static_cast<unsigned char>(name[1])));
+}
+
 std::string arg_name(const std::string& name, Layout layout) {
   for (const auto& s : shape_args(layout))
     if (s == name) return name + "_";
   if (name == "stream" || name.rfind("fk_", 0) == 0) return name + "_";
+  if (is_reserved_name(name)) return "arg_" + name;
   return name;
 }
 
@@ -441,8 +463,10 @@ unset(_fusekit_prefix)
 )cmake";
 }
 
+std::string quote(const std::string& s);
+
 void run_command(const std::string& cmd, const fs::path& log) {
-  const std::string full = cmd + " > " + log.string() + " 2>&1";
+  const std::string full = cmd + " > " + quote(log.string()) + " 2>&1";
   if (std::system(full.c_str()) != 0) {
     std::ifstream f(log);
     std::stringstream s;
@@ -453,7 +477,12 @@ void run_command(const std::string& cmd, const fs::path& log) {
   }
 }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+// A shell word: single quotes, each ' inside written as '\''.
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
 
 void compile_package(const EmitOptions& o, const fs::path& out) {
   const fs::path src = out / "src", obj = out / "src" / "obj", lib = out / "lib";
@@ -461,8 +490,10 @@ void compile_package(const EmitOptions& o, const fs::path& out) {
   fs::create_directories(lib);
   const std::string flags = "-std=c++17 -O2 -fPIC -I" + quote((out / "include").string()) + " -I" +
                             quote(o.runtime_include) + " -I" + quote(o.cuda_include);
+  // From the package folder: the table's .incbin paths are relative to it.
   for (const char* f : {"fusekit_kernels_table", "fusekit_kernels_api", "fusekit_kernels_gemm"})
-    run_command(o.cxx + " " + flags + " -c " + quote((src / (std::string(f) + ".cpp")).string()) + " -o " +
+    run_command("cd " + quote(out.string()) + " && " + o.cxx + " " + flags + " -c " +
+                    quote((src / (std::string(f) + ".cpp")).string()) + " -o " +
                     quote((obj / (std::string(f) + ".o")).string()),
                 obj / (std::string(f) + ".log"));
   const fs::path rt = obj / "runtime";
@@ -517,6 +548,32 @@ void add_tail_variants(const std::vector<GemmEntry>& gemms, std::vector<Variant>
   for (const GemmEntry& e : gemms) report->ops.push_back(e.gemm->name + " " + dtype_name(e.dtype) + " (GEMM)");
 }
 
+// --out may be new, an empty folder or an earlier package; anything else
+// would be replaced wholesale, so it is refused.
+void check_replaceable(const fs::path& target) {
+  std::error_code ec;
+  if (!fs::exists(target, ec)) return;
+  if (!fs::is_directory(target, ec))
+    throw UserError("--out " + target.string() + " is a file, not a folder; give another --out");
+  if (fs::is_empty(target, ec) || fs::exists(target / "share" / "fusekit_kernels" / "manifest.json", ec)) return;
+  throw UserError("--out " + target.string() + " is a folder that holds no fusekit package; give a new or empty "
+                  "folder (the build replaces --out as a whole)");
+}
+
+// Moves the finished build into place; the old package, if any, goes only
+// after the new one is there.
+void replace_folder(const fs::path& built, const fs::path& target) {
+  std::error_code ec;
+  const fs::path old = built.string() + ".old";
+  fs::remove_all(old, ec);
+  if (fs::exists(target)) fs::rename(target, old);
+  fs::rename(built, target);
+  fs::remove_all(old, ec);
+}
+
+void build_into(const std::vector<Variant>& variants, const std::vector<std::pair<const FusionCandidate*, DType>>& ops,
+                const std::vector<GemmEntry>& gemms, const EmitOptions& o, const fs::path& out, EmitReport* report);
+
 }  // namespace
 
 EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
@@ -548,12 +605,37 @@ EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
   for (const auto& v : variants)
     if (std::find(ops.begin(), ops.end(), std::make_pair(v.cand, v.dtype)) == ops.end()) ops.push_back({v.cand, v.dtype});
 
-  // Absolute, since the build steps change directory.
-  const fs::path out = fs::absolute(o.out_dir);
-  const fs::path image_dir = out / "share" / "fusekit_kernels" / "kernels";
+  // The package is built in a fresh folder beside --out and renamed into
+  // place only when complete: a failed build leaves the old package, and no
+  // file of an earlier build survives a rebuild.
+  const fs::path final_out = fs::absolute(o.out_dir).lexically_normal();
+  const fs::path target = final_out.filename().empty() ? final_out.parent_path() : final_out;
+  check_replaceable(target);
+  const fs::path out = target.parent_path() / ("." + target.filename().string() + ".fusekit-build-" +
+                                               std::to_string(static_cast<long>(getpid())));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  try {
+    build_into(variants, ops, gemms, o, out, &report);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(out, ec);
+    throw;
+  }
+  replace_folder(out, target);
+  return report;
+}
+
+namespace {
+
+void build_into(const std::vector<Variant>& variants, const std::vector<std::pair<const FusionCandidate*, DType>>& ops,
+                const std::vector<GemmEntry>& gemms, const EmitOptions& o, const fs::path& out, EmitReport* report_out) {
+  EmitReport& report = *report_out;
+  const fs::path image_rel = fs::path("share") / "fusekit_kernels" / "kernels";
+  const fs::path image_dir = out / image_rel;
   for (const auto& v : variants) write_file(image_dir / image_file_name(v.art), v.art.image);
   write_file(out / "include" / "fusekit_kernels.h", write_header(ops, write_gemm_declarations(gemms)));
-  write_file(out / "src" / "fusekit_kernels_table.cpp", write_table(variants, image_dir));
+  write_file(out / "src" / "fusekit_kernels_table.cpp", write_table(variants, image_rel));
   write_file(out / "src" / "fusekit_kernels_api.cpp", write_api(ops, write_gemm_api(gemms)));
   write_file(out / "src" / "fusekit_kernels_gemm.cpp", write_gemm_table(gemms));
   write_file(out / "lib" / "cmake" / "fusekit_kernels" / "fusekit_kernelsConfig.cmake", write_cmake_config());
@@ -587,7 +669,8 @@ EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
   manifest["notes"] = report.notes;
   write_file(out / "share" / "fusekit_kernels" / "manifest.json", manifest.dump(1) + "\n");
   compile_package(o, out);
-  return report;
 }
+
+}  // namespace
 
 }  // namespace fusekit

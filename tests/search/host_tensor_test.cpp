@@ -79,3 +79,43 @@ TEST(CompareOutputs, NanOnlyMatchesNan) {
 
 }  // namespace
 }  // namespace fusekit
+
+namespace fusekit {
+namespace {
+
+TEST(CompareOutputs, PoisonNeverMatchesEvenANanReference) {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    HostTensor ref = HostTensor::make(dt, {2}), got = ref;
+    ref.set(0, NAN);
+    ref.set(1, 1.0f);
+    got.set(1, 1.0f);
+    std::fill(got.bytes.begin(), got.bytes.begin() + static_cast<long>(dtype_bytes(dt)), kPoisonByte);
+    const Comparison c = compare_outputs({got}, {ref}, tolerance_for(dt));
+    EXPECT_FALSE(c.passed()) << dtype_name(dt);
+    EXPECT_NE(c.detail.find("never written"), std::string::npos) << c.detail;
+  }
+}
+
+TEST(CompareOutputs, AtolFollowsTheScaleOfEachRow) {
+  // Two rows: one of small values (a wide softmax's), one of ordinary ones.
+  HostTensor ref = HostTensor::make(DType::kF32, {4, 2}), got = ref;
+  for (int i = 0; i < 4; ++i) {
+    ref.set(i, 1e-5f * static_cast<float>(i + 1));
+    ref.set(4 + i, static_cast<float>(i + 1));
+    got.set(4 + i, static_cast<float>(i + 1));
+  }
+  Tolerance tol = tolerance_for(DType::kF32);
+  tol.atol *= 17;
+  tol.rtol *= 17;  // as wide as a 65536-column row's
+  // Over the whole tensor the small row hides under the large row's scale;
+  // held to its own scale, the zero row fails.
+  EXPECT_TRUE(compare_outputs({got}, {ref}, tol).passed());
+  tol.row_length = 4;
+  EXPECT_FALSE(compare_outputs({got}, {ref}, tol).passed());
+  got = ref;
+  got.set(0, 1e-5f * 1.0001f);
+  EXPECT_TRUE(compare_outputs({got}, {ref}, tol).passed());
+}
+
+}  // namespace
+}  // namespace fusekit
