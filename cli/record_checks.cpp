@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "common/shape_text.h"
 #include "fusekit/dtype.h"
+#include "generator/cublaslt/gemm_points.h"
 #include "schedules/arch_limits.h"
 #include "schedules/param_space.h"
 
@@ -24,9 +25,11 @@ std::string record_violation(const TuningRecord& r) {
   const auto arch = parse_arch(r.arch);
   if (!arch || !find_arch_limits(*arch) || arch->name() != r.arch)
     return "field 'arch' is '" + r.arch + "'; known: " + known_arch_names();
-  if (r.backend != "nvrtc" && r.backend != "halide")
-    return "field 'backend' is '" + r.backend + "'; known: nvrtc halide";
-  const auto shape = parse_shape_text(r.shape);
+  if (r.backend != "nvrtc" && r.backend != "halide" && r.backend != "cublaslt" && r.backend != "cublaslt+nvrtc")
+    return "field 'backend' is '" + r.backend + "'; known: nvrtc halide cublaslt cublaslt+nvrtc";
+  // A build failure holds for every size, so the tuner records it at shape "any".
+  const bool any_shape = r.shape == "any" && r.status != RecordStatus::kOk && r.status != RecordStatus::kModeled;
+  const auto shape = any_shape ? std::optional<std::vector<int64_t>>(std::vector<int64_t>{}) : parse_shape_text(r.shape);
   if (!shape) return "field 'shape' is '" + r.shape + "'; a shape is positive integers joined by x, e.g. 4096x1024";
   int64_t total = 1;
   for (int64_t d : *shape) {
@@ -51,6 +54,11 @@ std::string record_violation(const TuningRecord& r) {
   if (r.status == RecordStatus::kOk && (r.samples < 1 || r.verify_error > 1))
     return "an 'ok' record needs samples >= 1 and verify_error <= 1";
   try {
+    // A GEMM record's params are its cuBLASLt plan, checked by the GEMM parser.
+    if (r.backend.rfind("cublaslt", 0) == 0) {
+      parse_gemm_point(r.backend, r.params);
+      return "";
+    }
     if (Config::parse(r.params).to_string() != r.params)
       return "field 'params' is '" + r.params + "', not canonical (sorted name=value pairs)";
   } catch (const UserError& e) {
