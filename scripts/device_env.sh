@@ -8,7 +8,7 @@ out=${OUT:?set OUT to a results folder}
 mkdir -p "$out"
 deps=/tmp/fusekit-deps
 mkdir -p "$deps"
-for d in .device/debs/*.deb .device/debs-bench/*.deb; do [ -e "$d" ] && dpkg -x "$d" "$deps"; done
+for d in .device/debs/*.deb .device/debs-xml/*.deb .device/debs-bench/*.deb; do [ -e "$d" ] && dpkg -x "$d" "$deps"; done
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 bin=.device/bin
 log="$out/log.txt"

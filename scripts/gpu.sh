@@ -35,7 +35,9 @@ cd "$root" || exit 2
 mkdir -p "$OUT"
 source scripts/device_env.sh
 summary=$OUT/summary.txt
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader; uname -r; } \
+# The machine, and whether it has the libxml2 that Debian's LLVM links (else carry .device/debs-xml).
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader; uname -r
+  ls /usr/lib/x86_64-linux-gnu/libxml2.so.2 /usr/lib/x86_64-linux-gnu/libicuuc.so.* 2>&1 | tr '\n' ' '; echo; } \
   >"$summary" 2>&1
 rm -f "$last_tune"
 failed=0 dirs=()

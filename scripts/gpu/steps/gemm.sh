@@ -1,43 +1,27 @@
-#!/usr/bin/env bash
-# GEMM + epilogue (issue 26) on the GPU machine, from the repo root with the
-# build carried in build/: the GPU tests of GEMM entries (and under memcheck),
-# the race of every FFN case (cuBLASLt's first answer against fusekit's
-# winner, records as JSON lines) and PyTorch eager / torch.compile on the
-# same cases. Results under $OUT/gemm/. About 5-7 minutes on an H200 (torch.compile's
-# max-autotune compiles take up to 180 s of it; cases past that budget say so).
-set -uo pipefail
-out="${OUT:?set OUT to a results folder}/gemm"
-mkdir -p "$out"
-if [ -f scripts/device_env.sh ] && ls .device/debs/*.deb >/dev/null 2>&1; then
-  (OUT="$out"; source scripts/device_env.sh)
-  export LD_LIBRARY_PATH="/tmp/fusekit-deps/usr/lib/x86_64-linux-gnu:/tmp/fusekit-deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-fi
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-rc=0
-log="$out/log.txt"
-step() { echo "=== $* ($(date -u +%T))" | tee -a "$log"; }
-
+# shellcheck shell=bash
+# gemm: GEMM + epilogue (issue 26): the GEMM GPU tests (two under memcheck),
+# the race of every FFN case (cuBLASLt's fused epilogue against GEMM plus
+# fusekit's tail) -> race.jsonl, records.jsonl, and PyTorch eager and
+# torch.compile on the same cases -> peers.json, peers.md. COMPILE_BUDGET
+# caps torch.compile's max-autotune per case (180 s); PEERS=0 skips them.
+need_bins gemm_gpu_test gemm_race
 step gemm gpu tests
-timeout 240 build/tests/gemm_gpu_test --gtest_output=json:"$out/gemm_gpu_test.json" >>"$log" 2>&1
-t=$?; [ $t -eq 0 ] || rc=1
-echo "gemm_gpu_test rc=$t" | tee -a "$log"
-
+timeout 240 "$bin/gemm_gpu_test" --gtest_output=json:"$out/gemm_gpu_test.json" >>"$log" 2>&1
+note gemm_gpu_test $?
 step gemm gpu tests under memcheck
-timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
-  build/tests/gemm_gpu_test --gtest_filter='GemmGpu.StoredPlanDirectAndInGraph:GemmGpu.TwoProductsSiluMultiply' \
-  >"$out/memcheck.txt" 2>&1
-t=$?; [ $t -eq 0 ] || rc=1
-echo "memcheck rc=$t" | tee -a "$log"
-tail -3 "$out/memcheck.txt" | tee -a "$log"
-
+timeout 240 "${memcheck[@]}" "$bin/gemm_gpu_test" \
+  --gtest_filter='GemmGpu.StoredPlanDirectAndInGraph:GemmGpu.TwoProductsSiluMultiply' >"$out/memcheck.txt" 2>&1
+note memcheck $?
+tail -3 "$out/memcheck.txt" >>"$log"
 step race
-timeout 300 build/bench/gemm_race --out "$out/race.jsonl" --records "$out/records.jsonl" \
-  >"$out/race.txt" 2>&1 || rc=1
-tail -20 "$out/race.txt" | tee -a "$log"
-
-step peers
-timeout 420 python3 bench/gemm_peers.py --race "$out/race.jsonl" --out "$out/peers.json" --md "$out/peers.md" \
-  --compile-budget-s 180 >"$out/peers.txt" 2>&1 || rc=1
-cat "$out/peers.md" 2>/dev/null | tee -a "$log"
-step done rc=$rc
-exit $rc
+timeout 300 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" >"$out/race.txt" 2>&1
+note race $?
+tail -20 "$out/race.txt" >>"$log"
+if [ "${PEERS:-1}" != 0 ]; then
+  step peers
+  timeout 420 python3 bench/gemm_peers.py --race "$out/race.jsonl" --out "$out/peers.json" --md "$out/peers.md" \
+    --compile-budget-s "${COMPILE_BUDGET:-180}" >"$out/peers.txt" 2>&1
+  note peers $?
+  cat "$out/peers.md" >>"$log" 2>/dev/null
+fi
+finish
