@@ -12,8 +12,10 @@
 # again); the step fails when it exits non-zero or note() counted a failure. NAME=VALUE sets a setting for the steps
 # after it. A failed step does not stop the ones after it; gpu.sh prints one
 # summary line per step (also in $OUT/summary.txt) and exits 1 if any failed.
-# A call returns at most 8 files: when the folders hold more, they are packed
-# into $OUT/results.tar.gz, each step's log.txt kept beside it as STEP-log.txt.
+# A call returns at most 8 files: the step folders are packed into
+# $OUT/results.tar.gz after each step (what a call killed at its limit still
+# returns), and when they hold more than 8 files only the archive and each
+# step's log.txt (as STEP-log.txt) stay.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 steps_dir=$root/scripts/gpu/steps
@@ -40,7 +42,36 @@ summary=$OUT/summary.txt
   ls /usr/lib/x86_64-linux-gnu/libxml2.so.2 /usr/lib/x86_64-linux-gnu/libicuuc.so.* 2>&1 | tr '\n' ' '; echo; } \
   >"$summary" 2>&1
 rm -f "$last_tune"
-failed=0 dirs=()
+failed=0 dirs=() step_pid=
+# pack: every step folder so far in $OUT/results.tar.gz, rewritten after each
+# step, so that a call killed at its time limit still returns them.
+pack() {
+  [ "${#dirs[@]}" -gt 0 ] && tar -czf "$OUT/results.tar.gz.tmp" -C "$OUT" "${dirs[@]}" &&
+    mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
+}
+# trim: past 8 files (what a call returns), only the archive, the summary
+# and each step's log.txt (as STEP-log.txt) stay in $OUT.
+trim() {
+  local files d
+  files=$(find "$OUT" -type f | wc -l)
+  if [ "$files" -le 8 ]; then rm -f "$OUT/results.tar.gz"; return; fi
+  for d in "${dirs[@]}"; do
+    [ "${#dirs[@]}" -le 6 ] && [ -f "$OUT/$d/log.txt" ] && cp "$OUT/$d/log.txt" "$OUT/$d-log.txt"
+    rm -rf "${OUT:?}/$d"
+  done
+  echo "$files files: the step folders are in results.tar.gz" | tee -a "$summary"
+}
+# On SIGTERM (`timeout N scripts/gpu.sh ...`), the running step's process
+# group is killed and what it wrote so far is packed too.
+on_term() {
+  [ -n "$step_pid" ] && kill -TERM -- "-$step_pid" 2>/dev/null
+  echo "${dirs[-1]:-gpu.sh}: killed by SIGTERM after $(($(date +%s) - start)) s" | tee -a "$summary"
+  pack
+  trim
+  exit 143
+}
+trap on_term TERM
+set -m  # each step in a process group of its own, for on_term
 for a in "$@"; do
   case $a in
     [A-Za-z_]*=*) export "${a?}"; continue ;;
@@ -59,20 +90,17 @@ for a in "$@"; do
     rc=$?
     [ "$rc" -ne 0 ] && exit "$rc"
     exit "$fails"
-  )
+  ) &
+  step_pid=$!
+  wait "$step_pid"
   rc=$?
+  step_pid=
   verdict=ok
   if [ "$rc" -ne 0 ]; then verdict="FAILED (exit $rc)"; failed=1; fi
   notes=$(grep -h " rc=" "$OUT/$dir/log.txt" 2>/dev/null | tr '\n' ';' | sed 's/;$//; s/;/; /g')
   echo "$dir: $verdict in $(($(date +%s) - start)) s${notes:+ ($notes)}" | tee -a "$summary"
+  pack
 done
-files=$(find "$OUT" -type f | wc -l)
-if [ "$files" -gt 8 ]; then
-  tar -czf "$OUT/results.tar.gz" -C "$OUT" "${dirs[@]}"
-  for d in "${dirs[@]}"; do
-    [ "${#dirs[@]}" -le 6 ] && [ -f "$OUT/$d/log.txt" ] && cp "$OUT/$d/log.txt" "$OUT/$d-log.txt"
-    rm -rf "${OUT:?}/$d"
-  done
-  echo "$files files: the step folders are in results.tar.gz" | tee -a "$summary"
-fi
+pack
+trim
 exit "$failed"
