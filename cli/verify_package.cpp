@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -26,6 +27,7 @@
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
+#include "generator/candidates/expr_parser.h"
 #include "schedules/row_reduction_template.h"
 #include "search/workload.h"
 
@@ -54,6 +56,18 @@ std::string variant_key_from_explain(const std::string& w) {
   const size_t b = w.find("bucket ", semi);
   const std::string bucket = b == std::string::npos ? "generic" : w.substr(b + 7, w.find(',', b) - b - 7);
   return w.substr(0, open) + " | " + w.substr(comma + 2, semi - comma - 2) + " | " + bucket;
+}
+
+// The op a package names: a catalog entry, else the expression the manifest
+// keeps for an --expr op or a plan entry.
+std::optional<FusionCandidate> package_op(const nlohmann::json& manifest, const std::string& op) {
+  for (const auto& c : catalog())
+    if (c.name == op) return c;
+  const auto exprs = manifest.find("expressions");
+  if (exprs == manifest.end() || !exprs->contains(op)) return std::nullopt;
+  FusionCandidate c = parse_expression(exprs->at(op).get<std::string>());
+  c.name = op;
+  return c;
 }
 
 }  // namespace
@@ -155,12 +169,12 @@ int verify_package(const std::string& dir, int64_t max_elements) {
   int checks = 0, failed = 0, skipped = 0;
   for (const auto& [key, bucket_set] : buckets) {
     const auto& [op, dt_name] = key;
-    const FusionCandidate* cand = nullptr;
-    for (const auto& c : catalog())
-      if (c.name == op) cand = &c;
+    const std::optional<FusionCandidate> found = package_op(manifest, op);
+    const FusionCandidate* cand = found ? &*found : nullptr;
     auto dt = parse_dtype(dt_name);
     if (!cand || !dt) {
-      std::printf("%-22s %-4s skipped: not a catalog op\n", op.c_str(), dt_name.c_str());
+      std::printf("%-22s %-4s skipped: neither a catalog op nor an expression in the manifest\n", op.c_str(),
+                  dt_name.c_str());
       ++skipped;
       continue;
     }

@@ -475,7 +475,7 @@ class Parser {
         if (f == "abs") return Halide::abs(a[0]);
         if (f == "min") return Halide::min(a[0], a[1]);
         if (f == "max") return Halide::max(a[0], a[1]);
-        if (f == "pow") return Halide::pow(a[0], a[1]);
+        if (f == "pow") return fk_pow(a[0], a[1]);
         if (f == "where") {
           // A double reference's inputs meet f32 constants: select takes one type.
           const Halide::Type t = a[1].type().bits() >= a[2].type().bits() ? a[1].type() : a[2].type();

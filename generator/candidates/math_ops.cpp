@@ -1,5 +1,7 @@
 #include "generator/candidates/math_ops.h"
 
+#include <cmath>
+
 namespace fusekit {
 
 using Halide::Expr;
@@ -22,5 +24,16 @@ Expr fk_gelu_tanh(const Expr& x) {
   return 0.5f * x * (1.0f + Halide::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 Expr fk_rsqrt(const Expr& x) { return 1.0f / Halide::sqrt(x); }
+
+Expr fk_pow(const Expr& x, const Expr& e) {
+  constexpr int kMaxProduct = 8;  // larger powers through pow
+  const Expr folded = Halide::Internal::simplify(e);  // -3 arrives as 0 - 3
+  const double* c = Halide::Internal::as_const_float(folded);
+  if (!c || *c != std::trunc(*c) || std::abs(*c) > kMaxProduct) return Halide::pow(x, e);
+  const Expr one = Halide::cast(x.type(), 1.0f);
+  Expr product = one;
+  for (int k = static_cast<int>(std::abs(*c)); k > 0; --k) product = product.same_as(one) ? x : product * x;
+  return *c < 0 ? one / product : product;
+}
 
 }  // namespace fusekit

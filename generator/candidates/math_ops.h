@@ -16,5 +16,9 @@ Halide::Expr fk_gelu(const Halide::Expr& x);
 // Tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Halide::Expr fk_gelu_tanh(const Halide::Expr& x);
 Halide::Expr fk_rsqrt(const Halide::Expr& x);
+// x^e for a constant e: small integer powers as products, so that a negative
+// base keeps its sign (a fast-math powf computes exp2(e log2 x), NaN for x < 0,
+// and exporters write the variance of layernorm as Pow(x - mean, 2)).
+Halide::Expr fk_pow(const Halide::Expr& x, const Halide::Expr& e);
 
 }  // namespace fusekit

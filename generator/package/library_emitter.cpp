@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include "generator/package/gemm_entries.h"
 #include "generator/nvrtc/pointwise_printer.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
+#include "generator/candidates/catalog.h"
 #include "generator/candidates/op_traits.h"
 #include "generator/nvrtc/kernel_printer.h"
 #include "generator/nvrtc/row_printer.h"
@@ -82,6 +84,19 @@ KernelArtifact build_ptx(const FusionCandidate& cand, DType dtype, const Config&
   a.image = r.cubin;
   a.target_sm = 0;
   return a;
+}
+
+// Op name -> expression source of each op that is not a catalog entry (an
+// --expr op or a plan entry), so that `fusekit verify --package` can rebuild
+// its reference.
+nlohmann::json expression_sources(const std::vector<FusionCandidate>& candidates) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& cand : candidates) {
+    const auto& cat = catalog();
+    const bool listed = std::any_of(cat.begin(), cat.end(), [&](const FusionCandidate& c) { return c.name == cand.name; });
+    if (!listed) out[cand.name] = cand.description;
+  }
+  return out;
 }
 
 std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, EmitReport* report) {
@@ -660,6 +675,7 @@ void build_into(const std::vector<Variant>& variants, const std::vector<std::pai
         {"row_length", v.art.row_length > 0 ? nlohmann::json(v.art.row_length) : nlohmann::json("any")},
         {"row_multiple", v.art.row_multiple}});
   }
+  manifest["expressions"] = expression_sources(o.candidates);
   manifest["gemms"] = nlohmann::json::array();
   for (const auto& g : gemms)
     manifest["gemms"].push_back({{"op", g.gemm->name}, {"dtype", dtype_name(g.dtype)}, {"arch", "sm_" + std::to_string(g.sm)},

@@ -40,6 +40,17 @@ TEST(Nvrtc, CompilesEveryDtypeAndVectorWidth) {
   }
 }
 
+// Exporters write a variance as Pow(x - mean, 2): a fast-math powf of a
+// negative base is NaN, so small integer powers print as products.
+TEST(Nvrtc, IntegerPowersArePrintedAsProducts) {
+  FusionCandidate c = parse_expression("out = pow(x - y, 2) + pow(x, -3)\naux = pow(y, 0.5)");
+  Pipeline p = instantiate(c, DType::kF32);
+  PrintedKernel k = print_pointwise_kernel(c, p, Config::parse("threads=64 ept=1 grid=0 vec=1 fast=1"), "k");
+  EXPECT_EQ(k.source.find("powf(o0"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("1.0f / "), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("powf("), std::string::npos) << "pow(y, 0.5) stays a powf:\n" << k.source;
+}
+
 TEST(Nvrtc, CompileErrorCarriesTheLog) {
   NvrtcResult r = compile_cuda_to_cubin("extern \"C\" __global__ void k() { undefined_thing(); }", "broken", Arch{9, 0});
   EXPECT_FALSE(r.ok);

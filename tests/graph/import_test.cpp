@@ -165,8 +165,11 @@ TEST_F(BadInput, PlanTuneResumeAndBuildEndToEnd) {
   std::ifstream header(pkg + "/include/fusekit_kernels.h");
   std::string h((std::istreambuf_iterator<char>(header)), {});
   EXPECT_NE(h.find("fusekit_tiny_add_sigmoid_f32("), std::string::npos);
-  std::ifstream manifest(pkg + "/share/fusekit_kernels/manifest.json");
-  EXPECT_EQ(nlohmann::json::parse(manifest)["plan"]["entries"][0]["name"], "tiny_add_sigmoid");
+  std::ifstream manifest_file(pkg + "/share/fusekit_kernels/manifest.json");
+  const auto manifest = nlohmann::json::parse(manifest_file);
+  EXPECT_EQ(manifest["plan"]["entries"][0]["name"], "tiny_add_sigmoid");
+  // `verify --package` rebuilds the reference of a plan entry from its expression.
+  EXPECT_EQ(manifest["expressions"]["tiny_add_sigmoid"], manifest["plan"]["entries"][0]["expr"]);
 }
 
 TEST_F(BadInput, HandEditedPlansAreRejectedWithTheEntry) {
