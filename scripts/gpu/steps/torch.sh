@@ -9,7 +9,8 @@
 # TorchScript and torch.compile -> capture.txt, tune-<case>.txt,
 # gpu_tests.txt, models.json, models.md. TORCH_MODELS narrows the models
 # ("bert gpt2 llama resnet50"; one or two fit a call), TORCH_ITERS the timed
-# forwards (50), TORCH_TESTS=0 skips the GPU tests.
+# forwards (50), TORCH_TESTS=0 skips the GPU tests, TORCH_TUNE_ARGS replaces
+# the tune's options (--backend nvrtc).
 need_bins fusekit
 work=/tmp/fusekit_torch_models
 models=${TORCH_MODELS:-bert gpt2 llama resnet50}
@@ -31,8 +32,9 @@ step tune and build each plan
 for plan in "$work"/*/plan.json; do
   [ -f "$plan" ] || continue
   d=$(dirname "$plan") c=$(basename "$(dirname "$plan")")
-  timeout 120 "$bin/fusekit" tune --plan "$plan" --arch sm_90 --budget "${TORCH_BUDGET:-4}" --db "$d/tune.db" \
-    >"$out/tune-$c.txt" 2>&1
+  # shellcheck disable=SC2086
+  timeout 120 "$bin/fusekit" tune --plan "$plan" --arch sm_90 --budget "${TORCH_BUDGET:-4}" \
+    ${TORCH_TUNE_ARGS:---backend nvrtc} --db "$d/tune.db" >"$out/tune-$c.txt" 2>&1
   note "$c tune" $?
   timeout 120 "$bin/fusekit" build --plan "$plan" --arch sm_90 --db "$d/tune.db" --out "$d/pkg" \
     --runtime-lib .device/lib/libfusekit_runtime.a --runtime-include runtime/include \
