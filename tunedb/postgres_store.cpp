@@ -103,7 +103,7 @@ class PostgresStore final : public TuneDb {
   std::vector<TuningRecord> key_records(const TuneKey& key, bool generic_only) const override {
     return query(std::string("SELECT ") + kColumns +
                      " FROM fusekit_records WHERE pipeline_hash=$1 AND dtype=$2 AND shape_bucket=$3 AND arch=$4"
-                     " AND status IN ('ok','modeled')" +
+                     " AND status IN ('ok','modeled','revoked')" +
                      (generic_only ? " AND (' ' || params) NOT LIKE '% len=%'" : "") +
                      " ORDER BY (status='ok') DESC, median_us ASC, timestamp COLLATE \"C\" ASC, seq ASC",
                  {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});

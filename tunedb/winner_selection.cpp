@@ -79,6 +79,39 @@ const TuningRecord* rank_by_median(const std::vector<const TuningRecord*>& pool,
   return best;
 }
 
+// A schedule's kernel as a revocation names it: backend, params and kernel
+// (every shape of the bucket: a kernel that failed at one shape is wrong).
+std::string revoked_kernel(const TuningRecord& r) { return r.backend + '\n' + r.params + '\n' + r.kernel_hash; }
+
+// Rows without the revocations and the measured records they revoke (those
+// of the same kernel, or of an unknown one, on the same GPU, no newer than
+// the revocation), which go to `passed_over` with the reason.
+std::vector<TuningRecord> drop_revoked(const std::vector<TuningRecord>& rows, Selection* sel) {
+  std::map<std::string, const TuningRecord*> revoked;  // gpu + kernel -> newest revocation
+  for (const TuningRecord& r : rows) {
+    if (r.status != RecordStatus::kRevoked) continue;
+    const TuningRecord*& newest = revoked[r.gpu_name + '\n' + revoked_kernel(r)];
+    if (!newest || r.timestamp > newest->timestamp) newest = &r;
+  }
+  std::vector<TuningRecord> kept;
+  for (const TuningRecord& r : rows) {
+    if (r.status == RecordStatus::kRevoked) {
+      sel->passed_over.push_back({r, "revoked: " + r.error});
+      continue;
+    }
+    const TuningRecord* by = nullptr;
+    for (const auto& [key, rev] : revoked) {
+      const bool same_kernel = r.kernel_hash.empty() || r.kernel_hash == rev->kernel_hash;
+      if (r.status == RecordStatus::kOk && same_kernel && r.gpu_name == rev->gpu_name && r.backend == rev->backend &&
+          r.params == rev->params && r.timestamp <= rev->timestamp)
+        by = rev;
+    }
+    if (by) sel->passed_over.push_back({r, "failed `fusekit verify --db` on " + by->gpu_name + " at " + by->timestamp});
+    else kept.push_back(r);
+  }
+  return kept;
+}
+
 }  // namespace
 
 std::string driver_major(const std::string& driver_version) {
@@ -92,8 +125,9 @@ RecordOrigin origin_of(const TuningRecord& r) {
 
 std::string staleness(const TuningRecord& r, const RecordOrigin& target) { return join(mismatches(r, target)); }
 
-Selection select_winner(const std::vector<TuningRecord>& rows, const RecordOrigin& target) {
+Selection select_winner(const std::vector<TuningRecord>& all_rows, const RecordOrigin& target) {
   Selection sel;
+  const std::vector<TuningRecord> rows = drop_revoked(all_rows, &sel);
   if (rows.empty()) return sel;
   // The status tier: measured where any was, else modeled.
   const RecordStatus tier = rows.front().status == RecordStatus::kOk ? RecordStatus::kOk : RecordStatus::kModeled;

@@ -93,7 +93,8 @@ nlohmann::json expression_sources(const std::vector<FusionCandidate>& candidates
   nlohmann::json out = nlohmann::json::object();
   for (const auto& cand : candidates) {
     const auto& cat = catalog();
-    const bool listed = std::any_of(cat.begin(), cat.end(), [&](const FusionCandidate& c) { return c.name == cand.name; });
+    const bool listed =
+        std::any_of(cat.begin(), cat.end(), [&](const FusionCandidate& c) { return c.name == cand.name; });
     if (!listed) out[cand.name] = cand.description;
   }
   return out;

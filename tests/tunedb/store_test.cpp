@@ -278,6 +278,27 @@ TEST_P(StoreTest, StaleRecordsRankBelowMatchingOnes) {
   EXPECT_NE(sel.passed_over[0].reason.find("CUDA 12.4 (not 13.0)"), std::string::npos) << sel.passed_over[0].reason;
 }
 
+// Revocations are part of a key's records in every store, and best() passes
+// over the kernel they revoke.
+TEST_P(StoreTest, BestPassesOverARevokedKernel) {
+  auto db = open_db("a.db");
+  TuningRecord fast = record("nvrtc", 5.0), slow = record("nvrtc", 9.0);
+  fast.params = "threads=128";
+  slow.params = "threads=256";
+  fast.kernel_hash = slow.kernel_hash = "0123456789abcdef";
+  TuningRecord revocation = fast;
+  revocation.id = new_record_id();
+  revocation.status = RecordStatus::kRevoked;
+  revocation.error = "verify_error at 1001: got nan";
+  revocation.median_us = 0.0;
+  db->commit({fast, slow});
+  const TuneKey key{"abc123", "f32", "n<=2^12", "sm_90"};
+  EXPECT_EQ(db->best(key)->id, fast.id);
+  db->commit({revocation});
+  EXPECT_EQ(db->best(key)->id, slow.id);
+  EXPECT_EQ(db->key_records(key, false).size(), 3u);
+}
+
 // A database written before records kept their kernel gains the column, and
 // its records read with none.
 TEST_F(TuneDbTest, OldDatabasesGainTheKernelColumn) {

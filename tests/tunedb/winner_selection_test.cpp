@@ -86,5 +86,44 @@ TEST(WinnerSelection, MeasuredBeatsModeledAndModeledAnswersAlone) {
   EXPECT_FALSE(select_winner({}).best.has_value());
 }
 
+TuningRecord revoked(const TuningRecord& winner, const std::string& when) {
+  TuningRecord r = winner;
+  r.id = new_record_id();
+  r.status = RecordStatus::kRevoked;
+  r.error = "verify_error at 1001: output 0 element 3: got nan";
+  r.median_us = 0.0;
+  r.timestamp = when;
+  return r;
+}
+
+// `fusekit verify --db` revokes a winner whose kernel fails on its GPU: the
+// kernel's records up to then stop ranking there, later ones rank again.
+TEST(WinnerSelection, ARevokedKernelStopsRankingOnItsGpu) {
+  TuningRecord fast = timed("threads=128", 5.0), slow = timed("threads=256", 9.0);
+  fast.kernel_hash = slow.kernel_hash = "k1";
+  const TuningRecord revocation = revoked(fast, "2026-12-02T00:00:00Z");
+  Selection sel = select_winner(ordered({fast, slow, revocation}), h200());
+  ASSERT_TRUE(sel.best.has_value());
+  EXPECT_EQ(sel.best->params, "threads=256");
+  ASSERT_EQ(sel.passed_over.size(), 2u);
+  EXPECT_NE(sel.passed_over[0].reason.find("failed `fusekit verify --db` on NVIDIA H200"), std::string::npos)
+      << sel.passed_over[0].reason;
+  EXPECT_NE(sel.passed_over[1].reason.find("revoked: verify_error"), std::string::npos) << sel.passed_over[1].reason;
+  // A record of a rebuilt kernel, or measured after the revocation, ranks.
+  TuningRecord rebuilt = fast, later = fast;
+  rebuilt.id = new_record_id();
+  rebuilt.kernel_hash = "k2";
+  later.id = new_record_id();
+  later.timestamp = "2026-12-03T00:00:00Z";
+  EXPECT_EQ(select_winner(ordered({fast, slow, revocation, rebuilt}), h200()).best->id, rebuilt.id);
+  EXPECT_EQ(select_winner(ordered({fast, slow, revocation, later}), h200()).best->id, later.id);
+  // Another GPU's revocation leaves this GPU's records alone.
+  TuningRecord elsewhere = revocation;
+  elsewhere.gpu_name = "NVIDIA A100";
+  EXPECT_EQ(select_winner(ordered({fast, slow, elsewhere}), h200()).best->id, fast.id);
+  // A revocation alone answers no winner.
+  EXPECT_FALSE(select_winner({revocation}, h200()).best.has_value());
+}
+
 }  // namespace
 }  // namespace fusekit
