@@ -22,22 +22,20 @@
 #include <set>
 #include <tuple>
 
+#include "cli/package_case.h"
 #include "common/errors.h"
 #include "fusekit/cuda_driver.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
+#include "generator/candidates/gemm_candidate.h"
+#include "generator/gemm_workload.h"
 #include "generator/candidates/expr_parser.h"
 #include "schedules/row_reduction_template.h"
 #include "search/workload.h"
 
 namespace fusekit {
 namespace {
-
-using LaunchFn = int (*)(const char*, const char*, const void* const*, int, void* const*, int, const float*, int,
-                         const int64_t*, int, CUstream);
-using ExplainFn = int (*)(const char*, const char*, const int64_t*, int, int, char*, size_t);
-using LastErrorFn = const char* (*)();
 
 int64_t product(const std::vector<int64_t>& d, size_t from, size_t to) {
   int64_t p = 1;
@@ -68,6 +66,54 @@ std::optional<FusionCandidate> package_op(const nlohmann::json& manifest, const 
   FusionCandidate c = parse_expression(exprs->at(op).get<std::string>());
   c.name = op;
   return c;
+}
+
+struct GemmTally {
+  int checks = 0, failed = 0, skipped = 0;
+};
+
+// Each GEMM entry tuned for this device's arch, at an odd M inside its
+// bucket and its N and K, through fusekit_launch (which routes GEMM ops to
+// the package's cuBLASLt dispatcher) against the GEMM's CPU reference.
+GemmTally verify_gemm_entries(const nlohmann::json& manifest, const PackageApi& api, const CudaDriver& cu,
+                              const std::string& device_arch, int64_t max_elements) {
+  GemmTally t;
+  if (!manifest.contains("gemms")) return t;
+  std::set<std::string> seen;
+  for (const auto& g : manifest.at("gemms")) {
+    const std::string op = g.at("op"), dt_name = g.at("dtype"), bucket = g.at("m_bucket");
+    if (g.at("arch") != device_arch || !seen.insert(op + " " + dt_name + " " + bucket).second) continue;
+    if (!g.contains("b_transposed")) {
+      std::printf("%-22s %-4s skipped: the manifest predates b_transposed; rebuild the package\n", op.c_str(),
+                  dt_name.c_str());
+      ++t.skipped;
+      continue;
+    }
+    const GemmCandidate cand = make_gemm_candidate(g.at("epilogue"), g.at("b_transposed").get<bool>(), op);
+    const int m_log2 = std::stoi(bucket.substr(bucket.find('^') + 1));
+    const int64_t top = int64_t{1} << m_log2;
+    const GemmDims dims{odd_at_most(m_log2 >= 3 ? top - top / 8 : top), g.at("n").get<int64_t>(),
+                        g.at("k").get<int64_t>()};
+    auto wl = make_gemm_workload(cand, *parse_dtype(dt_name));
+    const Problem p = wl->problem(gemm_domain(dims));
+    if (dims.m * dims.n * dims.k > max_elements) {
+      std::printf("%-22s %-4s %-16s skipped: M*N*K over --max-elements\n", op.c_str(), dt_name.c_str(),
+                  p.shape_text.c_str());
+      ++t.skipped;
+      continue;
+    }
+    PackageApi no_explain = api;
+    no_explain.explain = nullptr;  // GEMM entries are selected by N, K and M's bucket, not explained
+    const CaseOutcome r = run_package_case(no_explain, cu, *wl, p,
+                                           {op, dt_name, {dims.m, dims.n, dims.k}, {}, false,
+                                            104729u * static_cast<uint32_t>(t.checks + 1)});
+    ++t.checks;
+    t.failed += !r.error.empty();
+    std::printf("%-22s %-4s %-16s GEMM %s %s\n", op.c_str(), dt_name.c_str(), p.shape_text.c_str(),
+                r.error.empty() ? "ok" : "FAILED", r.error.c_str());
+    if (r.context_lost) break;
+  }
+  return t;
 }
 
 }  // namespace
@@ -121,10 +167,12 @@ int verify_package(const std::string& dir, int64_t max_elements) {
   const std::string lib_path = dir + "/lib/libfusekit_kernels.so";
   void* lib = dlopen(lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw UserError("cannot load " + lib_path + ": " + dlerror());
-  auto launch = reinterpret_cast<LaunchFn>(dlsym(lib, "fusekit_launch"));
-  auto explain = reinterpret_cast<ExplainFn>(dlsym(lib, "fusekit_explain"));
-  auto last_error = reinterpret_cast<LastErrorFn>(dlsym(lib, "fusekit_last_error"));
-  if (!launch || !explain || !last_error) throw UserError(lib_path + " lacks the fusekit_launch/explain/last_error API");
+  PackageApi api;
+  api.launch = reinterpret_cast<PackageApi::LaunchFn>(dlsym(lib, "fusekit_launch"));
+  api.explain = reinterpret_cast<PackageApi::ExplainFn>(dlsym(lib, "fusekit_explain"));
+  api.last_error = reinterpret_cast<PackageApi::LastErrorFn>(dlsym(lib, "fusekit_last_error"));
+  if (!api.launch || !api.explain || !api.last_error)
+    throw UserError(lib_path + " lacks the fusekit_launch/explain/last_error API");
 
   const CudaDriver* cu = nullptr;
   Status st = load_cuda_driver(&cu);
@@ -197,7 +245,6 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     }
     cases.push_back({cand->odd_domain(), true});
     const std::vector<float> params = wl->param_values();
-    const size_t esize = dtype_bytes(*dt);
     for (const auto& [domain, misaligned] : cases) {
       Problem p = wl->problem(domain);
       if (p.elements() > max_elements) {
@@ -205,67 +252,26 @@ int verify_package(const std::string& dir, int64_t max_elements) {
         ++skipped;
         continue;
       }
-      std::vector<HostTensor> in, ref, got;
-      for (size_t i = 0; i < p.input_dims.size(); ++i) {
-        in.push_back(HostTensor::make(*dt, p.input_dims[i]));
-        wl->fill_input(i, 7919u * (checks + 1) + i, &in.back());
-      }
-      wl->reference(p, in, &ref);
-      const size_t offset = misaligned ? esize : 0;
-      std::vector<CUdeviceptr> bufs;
-      auto alloc = [&](const HostTensor& t) {
-        CUdeviceptr b;
-        check(cu->cuMemAlloc(&b, t.bytes.size() + 256), "cuMemAlloc");
-        bufs.push_back(b);
-        return b + offset;
-      };
-      std::vector<const void*> in_ptrs;
-      std::vector<void*> out_ptrs;
-      for (const auto& t : in) {
-        CUdeviceptr d = alloc(t);
-        check(cu->cuMemcpyHtoD(d, t.bytes.data(), t.bytes.size()), "cuMemcpyHtoD");
-        in_ptrs.push_back(reinterpret_cast<const void*>(d));
-      }
-      for (const auto& t : ref) {
-        CUdeviceptr d = alloc(t);
-        check(cu->cuMemsetD8(d, kPoisonByte, t.bytes.size()), "cuMemsetD8");  // an unwritten element fails
-        out_ptrs.push_back(reinterpret_cast<void*>(d));
-      }
-      const std::vector<int64_t> outer_first(domain.rbegin(), domain.rend());
-      char why[512] = {0};
-      const int align = misaligned ? static_cast<int>(esize) : 256;
-      explain(op.c_str(), dt_name.c_str(), outer_first.data(), static_cast<int>(outer_first.size()), align, why,
-              sizeof(why));
-      int rc = launch(op.c_str(), dt_name.c_str(), in_ptrs.data(), static_cast<int>(in_ptrs.size()), out_ptrs.data(),
-                      static_cast<int>(out_ptrs.size()), params.data(), static_cast<int>(params.size()),
-                      outer_first.data(), static_cast<int>(outer_first.size()), nullptr);
-      std::string error = rc ? std::string("fusekit_launch: ") + last_error() : "";
-      if (!rc) {
-        CUresult r = cu->cuCtxSynchronize();
-        if (r != CUDA_SUCCESS) error = cuda_status(*cu, r, "kernel").message();
-      }
-      if (error.empty()) {
-        for (size_t o = 0; o < ref.size(); ++o) {
-          got.push_back(HostTensor::make(*dt, p.output_dims[o]));
-          check(cu->cuMemcpyDtoH(got.back().bytes.data(), reinterpret_cast<CUdeviceptr>(out_ptrs[o]),
-                                 got.back().bytes.size()),
-                "cuMemcpyDtoH");
-        }
-        Comparison c = compare_outputs(got, ref, wl->tolerance(p));  // row ops widen it with row length
-        if (!c.passed()) error = c.detail;
-      }
-      for (CUdeviceptr b : bufs) cu->cuMemFree(b);
+      PackageCase pc{op, dt_name, std::vector<int64_t>(domain.rbegin(), domain.rend()), params, misaligned,
+                     7919u * static_cast<uint32_t>(checks + 1)};
+      const CaseOutcome r = run_package_case(api, *cu, *wl, p, pc);
+      const std::string& error = r.error;
+      const char* why = r.explanation.c_str();
       taken.insert(variant_key_from_explain(why));
       ++checks;
       failed += !error.empty();
       std::printf("%-22s %-4s %-16s %-9s %s %s\n", op.c_str(), dt_name.c_str(), p.shape_text.c_str(),
                   misaligned ? "unaligned" : "aligned", error.empty() ? "ok" : "FAILED", error.empty() ? why : error.c_str());
-      if (!error.empty() && error.find("CUDA_ERROR") != std::string::npos) {
+      if (r.context_lost) {
         std::printf("the context is unusable after a kernel fault; stopping\n");
         return 1;
       }
     }
   }
+  const GemmTally gemm = verify_gemm_entries(manifest, api, *cu, device_arch, max_elements);
+  checks += gemm.checks;
+  failed += gemm.failed;
+  skipped += gemm.skipped;
   size_t covered = 0;
   for (const auto& e : expected) {
     covered += taken.count(e);

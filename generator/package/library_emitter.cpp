@@ -680,7 +680,7 @@ void build_into(const std::vector<Variant>& variants, const std::vector<std::pai
   manifest["gemms"] = nlohmann::json::array();
   for (const auto& g : gemms)
     manifest["gemms"].push_back({{"op", g.gemm->name}, {"dtype", dtype_name(g.dtype)}, {"arch", "sm_" + std::to_string(g.sm)},
-                                 {"epilogue", g.gemm->description}, {"m_bucket", "m<=2^" + std::to_string(g.m_log2)},
+                                 {"epilogue", g.gemm->description}, {"b_transposed", g.gemm->b_transposed}, {"m_bucket", "m<=2^" + std::to_string(g.m_log2)},
                                  {"n", g.n}, {"k", g.k}, {"backend", gemm_point_backend(g.point)},
                                  {"params", gemm_point_params(g.point)}, {"record_id", g.record_id}});
   manifest["notes"] = report.notes;
