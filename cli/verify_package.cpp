@@ -73,7 +73,7 @@ struct GemmTally {
 };
 
 // Each GEMM entry tuned for this device's arch, at an odd M inside its
-// bucket and its N and K, through fusekit_launch (which routes GEMM ops to
+// bucket and its N and K (skipped when M*N*K is over --max-elements), through fusekit_launch (which routes GEMM ops to
 // the package's cuBLASLt dispatcher) against the GEMM's CPU reference.
 GemmTally verify_gemm_entries(const nlohmann::json& manifest, const PackageApi& api, const CudaDriver& cu,
                               const std::string& device_arch, int64_t max_elements) {
@@ -90,10 +90,10 @@ GemmTally verify_gemm_entries(const nlohmann::json& manifest, const PackageApi& 
       continue;
     }
     const GemmCandidate cand = make_gemm_candidate(g.at("epilogue"), g.at("b_transposed").get<bool>(), op);
+    // The smallest odd M of the bucket (2^(a-1), 2^a]: the reference is a CPU GEMM.
     const int m_log2 = std::stoi(bucket.substr(bucket.find('^') + 1));
-    const int64_t top = int64_t{1} << m_log2;
-    const GemmDims dims{odd_at_most(m_log2 >= 3 ? top - top / 8 : top), g.at("n").get<int64_t>(),
-                        g.at("k").get<int64_t>()};
+    const int64_t m = m_log2 < 1 ? 1 : (int64_t{1} << (m_log2 - 1)) + 1;
+    const GemmDims dims{m, g.at("n").get<int64_t>(), g.at("k").get<int64_t>()};
     auto wl = make_gemm_workload(cand, *parse_dtype(dt_name));
     const Problem p = wl->problem(gemm_domain(dims));
     if (dims.m * dims.n * dims.k > max_elements) {

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # gemm: GEMM + epilogue (issue 26): the GEMM GPU tests (two under memcheck),
 # the race of every FFN case (cuBLASLt's fused epilogue against GEMM plus
-# fusekit's tail) -> race.jsonl, records.jsonl, and PyTorch eager and
+# fusekit's tail) -> race.jsonl, records.jsonl; a package of the winners
+# verified through its C API -> verify_package.txt; and PyTorch eager and
 # torch.compile on the same cases -> peers.json, peers.md. COMPILE_BUDGET
 # caps torch.compile's max-autotune per case (180 s); PEERS=0 skips them.
 need_bins gemm_gpu_test gemm_race
@@ -17,6 +18,19 @@ step race
 timeout 300 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" >"$out/race.txt" 2>&1
 note race $?
 tail -20 "$out/race.txt" >>"$log"
+step package of the raced GEMMs, verified through its C API
+db=/tmp/gemm-records.db gemm_pkg=/tmp/gemm-pkg
+rm -rf "$db" "$gemm_pkg"
+"$bin/fusekit" db import --db "$db" "$out/records.jsonl" >>"$log" 2>&1
+"$bin/fusekit" build --arch sm_90 --db "$db" --out "$gemm_pkg" --gemm "bert_up:out = gelu(acc + b[col])" \
+  --gemm "bert_down:out = acc + b[col] + r" --gemm "gpt2_up:out = gelu_tanh(acc + b[col])" \
+  --gemm "llama_gate_up:out = silu(acc) * acc2" --runtime-lib .device/lib/libfusekit_runtime.a \
+  --runtime-include runtime/include --cuda-include /usr/local/cuda/include >>"$log" 2>&1
+note "build --gemm" $?
+# M*N*K up to 2^33: the CPU reference GEMM of the 8192-token buckets would take minutes.
+package_verify "$gemm_pkg" "verify --package" 240 $((1 << 33)) >"$out/verify_package.txt" 2>&1
+note "verify --package" $?
+tail -2 "$out/verify_package.txt" >>"$log"
 if [ "${PEERS:-1}" != 0 ]; then
   step peers
   timeout 420 python3 bench/gemm_peers.py --race "$out/race.jsonl" --out "$out/peers.json" --md "$out/peers.md" \
