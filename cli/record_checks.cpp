@@ -18,6 +18,23 @@ std::string time_violation(const char* field, double v) {
   return "";
 }
 
+// Elements of the largest tensor: the product of the dims, or a GEMM's
+// (M x N x K) largest of A, B and the output.
+std::string size_violation(const TuningRecord& r, const std::vector<int64_t>& shape) {
+  auto over = [](int64_t a, int64_t b) { return b > 0 && a > kMaxElements / b; };
+  const std::string bad = "field 'shape' is '" + r.shape + "', more than " + std::to_string(kMaxElements) + " elements";
+  if (r.backend.rfind("cublaslt", 0) == 0 && shape.size() == 3) {
+    const int64_t m = shape[0], n = shape[1], k = shape[2];
+    return over(m, n) || over(m, k) || over(n, k) ? bad + " in one of its matrices" : "";
+  }
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (over(d, total)) return bad;
+    total *= d;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string record_violation(const TuningRecord& r) {
@@ -31,12 +48,7 @@ std::string record_violation(const TuningRecord& r) {
   const bool any_shape = r.shape == "any" && r.status != RecordStatus::kOk && r.status != RecordStatus::kModeled;
   const auto shape = any_shape ? std::optional<std::vector<int64_t>>(std::vector<int64_t>{}) : parse_shape_text(r.shape);
   if (!shape) return "field 'shape' is '" + r.shape + "'; a shape is positive integers joined by x, e.g. 4096x1024";
-  int64_t total = 1;
-  for (int64_t d : *shape) {
-    if (d > kMaxElements / total)
-      return "field 'shape' is '" + r.shape + "', more than " + std::to_string(kMaxElements) + " elements";
-    total *= d;
-  }
+  if (auto bad = size_violation(r, *shape); !bad.empty()) return bad;
   if (r.pipeline_hash.empty() || r.pipeline_hash.find_first_not_of("0123456789abcdef") != std::string::npos)
     return "field 'pipeline_hash' is '" + r.pipeline_hash + "'; it is lowercase hex digits";
   if (r.sm_count < 0 || r.sm_count > 100000)

@@ -104,6 +104,22 @@ TEST_F(Hostile, ImportRefusesBadFieldsAndWritesNothing) {
   }
 }
 
+// A GEMM record's shape is M x N x K: the size bound is on its largest
+// matrix, so an 8192-token Llama MLP record (3.7e11 multiply-adds) imports.
+TEST_F(Hostile, GemmShapesAreBoundedByTheirMatrices) {
+  const std::string gemm = std::string(FUSEKIT_SOURCE_DIR) + "/tests/data/gemm_record_8192.jsonl";
+  CommandResult r = fusekit("db import --db " + path("gemm.db") + " " + gemm);
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::string line = slurp(gemm);
+  const std::string shape = "\"shape\":\"8192x11008x4096\"";
+  ASSERT_NE(line.find(shape), std::string::npos) << line;
+  line.replace(line.find(shape), shape.size(), "\"shape\":\"300000x11008x4096\"");
+  spit(path("huge_gemm.jsonl"), line);
+  r = fusekit("db import --db " + path("gemm2.db") + " " + path("huge_gemm.jsonl"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r, "elements in one of its matrices")) << r.out;
+}
+
 TEST_F(Hostile, TruncatedGzipIsRefused) {
   const std::string text = slurp(path("base.jsonl"));
   gzFile gz = gzopen(path("full.jsonl.gz").c_str(), "wb");
