@@ -2,12 +2,11 @@
 // entry the sizes still to tune, tuned in one task with plan-wide progress.
 #include "cli/cmd_tune_plan.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <sstream>
 #include <cstdio>
 
+#include "cli/cli_common.h"
 #include "cli/cmd_plan.h"
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
@@ -31,32 +30,6 @@ struct Job {
   DType dtype;
   std::vector<std::vector<int64_t>> domains;
 };
-
-std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only) {
-  std::string why;
-  if (model_only) {
-    why = "--model given";
-  } else {
-    try {
-      auto m = make_gpu_measurer();
-      if (m->device().arch == arch.arch) {
-        std::fprintf(stderr, "fusekit: measuring on %s (%s)\n", m->device().gpu_name.c_str(), m->device().arch.name().c_str());
-        return m;
-      }
-      why = "the GPU here is " + m->device().gpu_name + " (" + m->device().arch.name() + ")";
-    } catch (const UserError& e) {
-      why = e.what();
-    }
-  }
-  std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); ranking with the analytic model ('modeled' records)\n",
-               arch.arch.name().c_str(), why.c_str());
-  return make_model_measurer(arch);
-}
-
-std::string host_name() {
-  char buf[256] = {0};
-  return gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
-}
 
 // A record of this build of fusekit and Halide exists for the key.
 bool already_tuned(const TuneDb& db, const TuneKey& key) {
@@ -89,7 +62,7 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
   const int budget = vm["budget"].as<int>();
   if (budget < 1) throw UserError("--budget " + std::to_string(budget) + " must be at least 1");
   const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
-  auto measurer = pick_measurer(arch, vm.count("model") > 0);
+  auto measurer = pick_measurer(arch, vm.count("model") > 0, 0, false);
   auto db = open_tune_db(db_path, OpenMode::kCreate);
   TunerOptions options;
   options.backends = backends;

@@ -14,7 +14,8 @@ using nlohmann::json;
 
 constexpr RecordStatus kStatuses[] = {RecordStatus::kOk,          RecordStatus::kModeled,
                                       RecordStatus::kCompileError, RecordStatus::kLaunchError,
-                                      RecordStatus::kVerifyError,  RecordStatus::kTimeout};
+                                      RecordStatus::kVerifyError,  RecordStatus::kTimeout,
+                                      RecordStatus::kFault};
 
 bool failed(const TuningRecord& r) { return r.status != RecordStatus::kOk && r.status != RecordStatus::kModeled; }
 
