@@ -3,11 +3,14 @@
 #include "cli/cmd_tune_plan.h"
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <sstream>
 #include <cstdio>
 
 #include "cli/cli_common.h"
 #include "cli/cmd_plan.h"
+#include "cli/tune_shard.h"
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
@@ -30,12 +33,6 @@ struct Job {
   DType dtype;
   std::vector<std::vector<int64_t>> domains;
 };
-
-// A record of this build of fusekit and Halide exists for the key.
-bool already_tuned(const TuneDb& db, const TuneKey& key) {
-  auto best = db.best(key);
-  return best && best->fusekit_version == FUSEKIT_VERSION && best->halide_version == halide_version();
-}
 
 }  // namespace
 
@@ -77,6 +74,9 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
   for (const auto& j : jobs) total += j.domains.size();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // What the store holds is skipped per size and backend, as plain tunes do.
+  const TuneOrigin origin{measurer->device().gpu_name, options.provenance.cuda_version,
+                          options.provenance.halide_version, options.provenance.fusekit_version};
   for (const auto& j : jobs) {
     auto workload = make_candidate_workload(j.cand, j.dtype);
     TuneTask task;
@@ -85,10 +85,20 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
     task.pipeline_text = canonical_pipeline_text(j.cand, j.dtype);
     task.pipeline_hash = pipeline_hash(task.pipeline_text);
     task.kind = j.cand.template_kind();
+    const std::set<std::string> held =
+        retune ? std::set<std::string>{}
+               : held_units(*db, j.cand.name, dtype_name(j.dtype), arch.arch.name(), origin);
+    std::map<Backend, std::vector<std::vector<int64_t>>> todo;
     for (const auto& d : j.domains) {
       const Problem p = workload->problem(d);
-      const TuneKey key{task.pipeline_hash, dtype_name(j.dtype), problem_bucket(task.kind, p), arch.arch.name()};
-      if (!retune && already_tuned(*db, key)) {
+      bool all_held = true;
+      for (Backend b : backends)
+        if (!held.count(unit_key(task.pipeline_hash, dtype_name(j.dtype), p.shape_text, arch.arch.name(),
+                                 backend_name(b)))) {
+          todo[b].push_back(d);
+          all_held = false;
+        }
+      if (all_held) {
         ++skipped;
         ++done;
         std::fprintf(stderr, "[%zu/%zu] %s %s %s: in the database, skipped (--retune tunes it again)\n", done, total,
@@ -110,7 +120,13 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
       std::fprintf(stderr, "[%zu/%zu] %s | %.0fs elapsed, ETA %.0fs\n", done + 1, total, line.c_str(), t,
                    t / frac * (1.0 - frac));
     };
-    tune(task, *measurer, *db, arch, options);
+    const std::vector<std::vector<int64_t>> domains = task.domains;
+    for (const auto& [b, ds] : todo) {
+      task.domains = ds;
+      options.backends = {b};
+      tune(task, *measurer, *db, arch, options);
+    }
+    task.domains = domains;
     done += here;
     for (const auto& d : task.domains) {
       const Problem p = workload->problem(d);
