@@ -2,7 +2,8 @@
 // on fds 3 and 4. FUSEKIT_TEST_FAKE_GPUS=N (read here, at the edge) makes it
 // a fake device of N for the tests without a GPU: FUSEKIT_TEST_FAKE_ARCH
 // (sm_90) is its arch, and FUSEKIT_TEST_FAKE_DEAD_DEVICE=D makes device D
-// abort whenever it is asked to measure.
+// abort whenever it is asked to measure, FUSEKIT_TEST_FAKE_VERIFY=fail fails
+// every kernel's verification.
 #include "cli/cmd_measure_worker.h"
 
 #include <sys/prctl.h>
@@ -43,6 +44,7 @@ int cmd_measure_worker(const po::variables_map& vm, const std::vector<std::strin
       if (!env("FUSEKIT_TEST_FAKE_ARCH").empty()) spec.arch = require_arch(env("FUSEKIT_TEST_FAKE_ARCH")).arch;
       spec.device = device;
       spec.abort_on_run = env("FUSEKIT_TEST_FAKE_DEAD_DEVICE") == std::to_string(device);
+      spec.fail_verify = env("FUSEKIT_TEST_FAKE_VERIFY") == "fail";
       if (device < 0 || device >= spec.count)
         throw UserError("no GPU " + std::to_string(device) + ": " + std::to_string(spec.count) + " fake GPUs");
       executor = make_fake_executor(spec);

@@ -70,7 +70,11 @@ ShardEnvironment shard_environment() {
 
 // One line for a key that has no usable record: its records' statuses and
 // the nearest miss (the failed record closest to passing verification).
-std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::string& op, const std::string& shape) {
+// Candidates that failed to build (shape 'any') or at the odd shape every
+// candidate is verified on first (`verify_shape`) count too: they never
+// reached the key's shape.
+std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::string& op, const std::string& shape,
+                              const std::string& verify_shape) {
   RecordFilter f;
   f.dtype = key.dtype;
   f.arch = key.arch;
@@ -78,7 +82,8 @@ std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::s
   const TuningRecord* nearest = nullptr;
   const auto records = db.all(f);
   for (const auto& r : records) {
-    if (r.pipeline_hash != key.pipeline_hash || r.shape_bucket != key.shape_bucket) continue;
+    if (r.pipeline_hash != key.pipeline_hash) continue;
+    if (r.shape_bucket != key.shape_bucket && r.shape != "any" && r.shape != verify_shape) continue;
     ++statuses[record_status_name(r.status)];
     if (!nearest || (r.status == RecordStatus::kVerifyError &&
                      (nearest->status != RecordStatus::kVerifyError || r.verify_error < nearest->verify_error)))
@@ -212,7 +217,8 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
                       p.shape_text.c_str(), best->backend.c_str(), best->params.c_str(), best->median_us,
                       best->bandwidth_gbps, record_status_name(best->status));
         else
-          without_kernel.push_back(no_kernel_summary(*db, key, cand.name, p.shape_text));
+          without_kernel.push_back(
+              no_kernel_summary(*db, key, cand.name, p.shape_text, workload->problem(task.verify_domain).shape_text));
       }
       std::fflush(stdout);
     }

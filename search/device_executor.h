@@ -37,7 +37,8 @@ std::unique_ptr<DeviceExecutor> make_gpu_executor(int device);
 // What a fake executor does, for tests of the machinery around it. Every
 // kernel whose entry contains `hang_entry` sleeps forever, `abort_entry`
 // aborts the process; others pass with times derived from their image.
-// With abort_on_run, every run() aborts (a device lost under the worker).
+// With abort_on_run, every run() aborts (a device lost under the worker);
+// with fail_verify, every kernel fails verification.
 struct FakeExecutorSpec {
   int device = 0;
   int count = 1;
@@ -46,6 +47,7 @@ struct FakeExecutorSpec {
   std::string hang_entry = "fk_test_hang";
   std::string abort_entry = "fk_test_abort";
   bool abort_on_run = false;
+  bool fail_verify = false;
 };
 std::unique_ptr<DeviceExecutor> make_fake_executor(const FakeExecutorSpec& spec);
 

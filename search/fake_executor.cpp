@@ -34,6 +34,12 @@ class FakeExecutor final : public DeviceExecutor {
       if (!spec_.hang_entry.empty() && entry.find(spec_.hang_entry) != std::string::npos)
         for (;;) pause();
       if (!spec_.abort_entry.empty() && entry.find(spec_.abort_entry) != std::string::npos) std::abort();
+      if (spec_.fail_verify) {
+        out[i].status = RecordStatus::kVerifyError;
+        out[i].verify_error = 2.0 + static_cast<double>(i);
+        out[i].error = "verification failed at " + problem.problem.shape_text + ": element 0: got 0, reference 1 (fake)";
+        continue;
+      }
       if (!options.time) continue;
       // Same kernel, same time: runs on two fake devices agree.
       const double us = 1.0 + static_cast<double>(std::hash<std::string>()(kernels[i]->image + problem.key) % 1000);

@@ -41,7 +41,7 @@ TEST(TuneDevices, ParsesDevicesAndDropsThePerChildOptions) {
             (std::vector<std::string>{"--arch", "sm_90", "--budget", "3"}));
 }
 
-class DevicesCli : public ::testing::Test {
+class FakeGpus : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("fusekit_devices_" + std::to_string(getpid()) + "_" +
@@ -51,10 +51,10 @@ class DevicesCli : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string path(const std::string& n) const { return (dir_ / n).string(); }
-  testing::CommandResult tune(const std::string& env, const std::string& args, const std::string& db) const {
-    return testing::run_command(env + " " + FUSEKIT_BINARY +
-                                " tune --arch sm_90 --pattern relu_add,silu_mul --dtype f32 --sizes 4096,65536,1048576 "
-                                "--budget 3 --hint-twins 0 --backend nvrtc --db " + db + " " + args);
+  testing::CommandResult tune(const std::string& env, const std::string& args, const std::string& db,
+                              const std::string& what = "--pattern relu_add,silu_mul --sizes 4096,65536,1048576") const {
+    return testing::run_command(env + " " + FUSEKIT_BINARY + " tune --arch sm_90 --dtype f32 " + what +
+                                " --budget 3 --hint-twins 0 --backend nvrtc --db " + db + " " + args);
   }
   std::filesystem::path dir_;
 };
@@ -79,7 +79,7 @@ std::set<std::string> shapes_of(const std::map<Row, std::pair<int, double>>& row
   return out;
 }
 
-TEST_F(DevicesCli, TwoGpusRecordEveryScheduleOnceAndCoverEveryShape) {
+TEST_F(FakeGpus, TwoGpusRecordEveryScheduleOnceAndCoverEveryShape) {
   const auto r = tune("FUSEKIT_TEST_FAKE_GPUS=2", "--devices all", path("two.db"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("tuning on 2 GPUs in 4 parts"), std::string::npos) << r.out;
@@ -90,7 +90,7 @@ TEST_F(DevicesCli, TwoGpusRecordEveryScheduleOnceAndCoverEveryShape) {
   EXPECT_EQ(shapes_of(rows).size(), 6u);  // two ops x three sizes
 }
 
-TEST_F(DevicesCli, ALostGpusWorkIsRedoneOnAnother) {
+TEST_F(FakeGpus, ALostGpusWorkIsRedoneOnAnother) {
   const auto r = tune("FUSEKIT_TEST_FAKE_GPUS=2 FUSEKIT_TEST_FAKE_DEAD_DEVICE=1", "--devices 0,1", path("lost.db"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("GPU 1 lost"), std::string::npos) << r.out;
@@ -103,7 +103,7 @@ TEST_F(DevicesCli, ALostGpusWorkIsRedoneOnAnother) {
   EXPECT_EQ(rows_of(path("lost.db")), rows);
 }
 
-TEST_F(DevicesCli, OneGpuGivesThePlainTunesRecords) {
+TEST_F(FakeGpus, OneGpuGivesThePlainTunesRecords) {
   const auto plain = tune("FUSEKIT_TEST_FAKE_GPUS=1", "", path("plain.db"));
   ASSERT_EQ(plain.code, 0) << plain.out;
   const auto all = tune("FUSEKIT_TEST_FAKE_GPUS=1", "--devices all", path("all.db"));
@@ -111,7 +111,16 @@ TEST_F(DevicesCli, OneGpuGivesThePlainTunesRecords) {
   EXPECT_EQ(rows_of(path("all.db")), rows_of(path("plain.db")));
 }
 
-TEST_F(DevicesCli, RefusesTheModelAndAPlan) {
+TEST_F(FakeGpus, ATuneThatFindsNoUsableKernelNamesEachAndExitsOne) {
+  const auto r = tune("FUSEKIT_TEST_FAKE_GPUS=1 FUSEKIT_TEST_FAKE_VERIFY=fail", "", path("none.db"),
+                      "--pattern relu_add --sizes 4096");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("1 requested op/dtype/size ended without a usable kernel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("relu_add f32 4096: 3 verify_error; nearest miss: nvrtc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("element 0: got 0, reference 1 (fake)"), std::string::npos) << r.out;
+}
+
+TEST_F(FakeGpus, RefusesTheModelAndAPlan) {
   auto r = tune("FUSEKIT_TEST_FAKE_GPUS=1", "--devices all --model", path("m.db"));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--model ranks without one"), std::string::npos) << r.out;
