@@ -25,4 +25,46 @@ HostProblem prepare_host_problem(const Workload& workload, const Problem& proble
   return p;
 }
 
+size_t host_problem_bytes(const HostProblem& p) {
+  size_t n = 0;
+  for (const auto* list : {&p.inputs, &p.reference})
+    for (const auto& t : *list) n += t.bytes.size();
+  return n;
+}
+
+bool ProblemWindow::holds(const std::string& key) const {
+  for (const auto& [k, n] : keys_)
+    if (k == key) return true;
+  return false;
+}
+
+std::vector<std::string> ProblemWindow::add(const std::string& key, size_t bytes) {
+  for (auto it = keys_.begin(); it != keys_.end(); ++it)
+    if (it->first == key) {
+      keys_.erase(it);
+      break;
+    }
+  keys_.emplace_back(key, bytes);
+  size_t total = 0;
+  for (const auto& [k, n] : keys_) total += n;
+  std::vector<std::string> out;
+  while (keys_.size() > 1 && (keys_.size() > kEntries || total > kBytes)) {
+    total -= keys_.front().second;
+    out.push_back(keys_.front().first);
+    keys_.erase(keys_.begin());
+  }
+  return out;
+}
+
+const HostProblem* HostProblemCache::find(const std::string& key) const {
+  const auto it = problems_.find(key);
+  return it == problems_.end() ? nullptr : &it->second;
+}
+
+const HostProblem& HostProblemCache::put(HostProblem problem) {
+  const std::string key = problem.key;
+  for (const auto& gone : window_.add(key, host_problem_bytes(problem))) problems_.erase(gone);
+  return problems_[key] = std::move(problem);
+}
+
 }  // namespace fusekit

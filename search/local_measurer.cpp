@@ -11,16 +11,17 @@ class LocalMeasurer final : public Measurer {
 
   std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
                                      const std::vector<MeasureInput>& batch, const MeasureOptions& options) override {
-    if (host_problem_key(workload, problem, options.seed) != host_.key)
-      host_ = prepare_host_problem(workload, problem, options.seed);
+    const std::string key = host_problem_key(workload, problem, options.seed);
+    const HostProblem* host = problems_.find(key);
+    if (!host) host = &problems_.put(prepare_host_problem(workload, problem, options.seed));
     std::vector<const KernelArtifact*> kernels;
     for (const auto& in : batch) kernels.push_back(in.artifact);
-    return executor_->run(host_, kernels, options, {});
+    return executor_->run(*host, kernels, options, {});
   }
 
  private:
   std::unique_ptr<DeviceExecutor> executor_;
-  HostProblem host_;
+  HostProblemCache problems_;
 };
 
 }  // namespace

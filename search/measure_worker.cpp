@@ -19,7 +19,7 @@ extern char** environ;
 namespace fusekit {
 
 int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error, int in_fd, int out_fd) {
-  HostProblem host;
+  HostProblemCache problems;
   for (;;) {
     WireTag tag;
     std::string body;
@@ -37,10 +37,11 @@ int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error
         w.i64(executor->device_count());
         write_frame(out_fd, WireTag::kDevice, w.data());
       } else if (tag == WireTag::kProblem) {
-        host = read_problem(r);
+        problems.put(read_problem(r));
       } else if (tag == WireTag::kMeasure) {
         const MeasureOptions options = read_options(r);
-        if (r.str() != host.key) throw InternalError("measure worker: asked to measure a problem it was not sent");
+        const HostProblem* host = problems.find(r.str());
+        if (!host) throw InternalError("measure worker: asked to measure a problem it does not hold");
         std::vector<KernelArtifact> kernels(r.u64());
         for (auto& k : kernels) k = read_artifact(r);
         std::vector<const KernelArtifact*> ptrs;
@@ -52,7 +53,7 @@ int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error
           write_frame(out_fd, WireTag::kStep, w.data());
         };
         Writer w;
-        write_results(w, executor->run(host, ptrs, options, step));
+        write_results(w, executor->run(*host, ptrs, options, step));
         write_frame(out_fd, WireTag::kResults, w.data());
       } else {
         throw InternalError("measure worker: unknown request " + std::to_string(static_cast<int>(tag)));
@@ -174,8 +175,9 @@ class WorkerMeasurer final : public Measurer {
 
   std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
                                      const std::vector<MeasureInput>& batch, const MeasureOptions& options) override {
-    if (host_problem_key(workload, problem, options.seed) != host_.key)
-      host_ = prepare_host_problem(workload, problem, options.seed);
+    const std::string key = host_problem_key(workload, problem, options.seed);
+    host_ = problems_.find(key);
+    if (!host_) host_ = &problems_.put(prepare_host_problem(workload, problem, options.seed));
     std::vector<MeasureResult> out(batch.size());
     std::vector<size_t> left(batch.size());
     for (size_t i = 0; i < left.size(); ++i) left[i] = i;
@@ -205,7 +207,7 @@ class WorkerMeasurer final : public Measurer {
   void start() {
     worker_.reset();
     worker_ = std::make_unique<WorkerProcess>(argv_);
-    sent_key_.clear();
+    worker_holds_.clear();
     WireTag tag;
     std::string body;
     const FrameRead got = write_frame(worker_->to(), WireTag::kHello, "")
@@ -236,16 +238,16 @@ class WorkerMeasurer final : public Measurer {
 
   Attempt attempt(const std::vector<MeasureInput>& batch, const std::vector<size_t>& left,
                   const MeasureOptions& options) {
-    if (sent_key_ != host_.key) {
+    if (!worker_holds_.holds(host_->key)) {
       Writer w;
-      write_problem(w, host_);
+      write_problem(w, *host_);
       if (!write_frame(worker_->to(), WireTag::kProblem, w.data()))
         return lost(-1, RecordStatus::kFault, "the measuring worker " + worker_->reap() + " before it took the problem");
-      sent_key_ = host_.key;
+      worker_holds_.add(host_->key, host_problem_bytes(*host_));
     }
     Writer w;
     write_options(w, options);
-    w.str(host_.key);
+    w.str(host_->key);
     w.u64(left.size());
     for (size_t i : left) write_artifact(w, *batch[i].artifact);
     if (!write_frame(worker_->to(), WireTag::kMeasure, w.data()))
@@ -295,10 +297,11 @@ class WorkerMeasurer final : public Measurer {
   std::vector<std::string> argv_;
   std::function<void(const std::string&)> notice_;
   std::unique_ptr<WorkerProcess> worker_;
-  std::string sent_key_;  // the problem the worker holds
+  ProblemWindow worker_holds_;  // the problems the worker holds
   DeviceInfo info_;
   int count_ = 0;
-  HostProblem host_;
+  HostProblemCache problems_;
+  const HostProblem* host_ = nullptr;  // this batch's, in problems_
 };
 
 }  // namespace

@@ -59,6 +59,19 @@ TEST(MeasureWire, ArtifactsAndProblemsRoundTrip) {
   EXPECT_THROW(r.u64(), InternalError);  // nothing left
 }
 
+TEST(ProblemWindow, KeepsTheNewestWithinItsCountAndBytes) {
+  ProblemWindow w;
+  for (int i = 0; i < 5; ++i) w.add("p" + std::to_string(i), 10);
+  EXPECT_FALSE(w.holds("p0"));
+  EXPECT_TRUE(w.holds("p1"));
+  EXPECT_TRUE(w.holds("p4"));
+  w.add("p1", 10);  // refreshed: now the newest
+  EXPECT_EQ(w.add("p5", 10), (std::vector<std::string>{"p2"}));
+  EXPECT_EQ(w.add("big", ProblemWindow::kBytes).size(), 4u);  // alone over the bytes, kept
+  EXPECT_TRUE(w.holds("big"));
+  EXPECT_FALSE(w.holds("p5"));
+}
+
 TEST(WorkerMeasurer, RecordsAHangAndADeathAndMeasuresTheRestOnANewWorker) {
   auto measurer = make_worker_measurer(fake_worker());
   EXPECT_EQ(measurer->device().gpu_name, "fake GPU");
