@@ -49,6 +49,9 @@ po::options_description cmd_tune_options() {
       ("shard-count", po::value<int>()->default_value(0),
        "tune as shard $JOB_COMPLETION_INDEX of N (a Kubernetes Indexed Job's completions)")
       ("retune", "tune again what the database holds for this toolchain and GPU")
+      ("launch-deadline", po::value<double>()->default_value(20.0),
+       "seconds a measuring worker may go without word (plus 20x a timed block's expected time) before its "
+       "kernel is recorded as a timeout and the worker restarted")
       ("device", po::value<int>(), "measure on this GPU (an ordinal; default 0, falling back to the model)")
       ("devices", po::value<std::string>(),
        "tune on several GPUs of this host at once, one measuring worker each: all, or ordinals such as 0,1")
@@ -119,6 +122,10 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
   options.specialize = static_cast<size_t>(int_at_least(vm, "specialize", 0, "0 (off) or more"));
   options.hint_twins = static_cast<size_t>(int_at_least(vm, "hint-twins", 0, "0 (off) or more"));
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
+  options.measure.launch_deadline_s = vm["launch-deadline"].as<double>();
+  if (!(options.measure.launch_deadline_s >= 0.1 && options.measure.launch_deadline_s <= 86400))
+    throw UserError("--launch-deadline " + std::to_string(options.measure.launch_deadline_s) +
+                    " must be between 0.1 and 86400 seconds");
   const std::string db_path = resolve_db_path(vm);
   const ShardSpec shard = resolve_shard(vm.count("shard") ? vm["shard"].as<std::string>() : "",
                                         vm["shard-count"].as<int>(), shard_environment());

@@ -67,6 +67,7 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
   options.specialize = static_cast<size_t>(std::max(0, vm["specialize"].as<int>()));
   options.hint_twins = static_cast<size_t>(std::max(0, vm["hint-twins"].as<int>()));
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
+  options.measure.launch_deadline_s = std::max(0.1, vm["launch-deadline"].as<double>());
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
   const bool retune = vm.count("retune") > 0;
 
