@@ -277,14 +277,20 @@ class WorkerMeasurer final : public Measurer {
         if (culprit >= static_cast<long>(left.size())) throw InternalError("measure worker: step out of range");
         continue;
       }
+      // An error in a candidate's step (a context that would not come back
+      // after a fault) is that candidate's: the worker is replaced.
+      if (tag == WireTag::kError && culprit >= 0) {
+        worker_->end();
+        return lost(culprit, RecordStatus::kFault, "measuring worker: " + body + "; restarted");
+      }
       Attempt a;
       a.done = true;
       if (tag == WireTag::kResults) {
         a.results = read_results(r);
         if (a.results.size() != left.size()) throw InternalError("measure worker: result count mismatch");
       } else {
-        // The worker could not measure at all (device memory, ...): every
-        // candidate of the batch says so.
+        // The worker could not set the problem up (device memory, ...):
+        // every candidate of the batch says so.
         MeasureResult m;
         m.status = RecordStatus::kLaunchError;
         m.error = "measuring worker: " + body;
