@@ -4,6 +4,7 @@
 // sub-shard.
 #include "cli/tune_devices.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -84,7 +85,8 @@ struct Child {
 
 Child spawn_child(int device, size_t shard, const ShardSpec& spec, std::vector<std::string> args) {
   int fds[2];
-  if (pipe(fds) != 0) throw UserError(std::string("--devices: pipe: ") + std::strerror(errno));
+  // Close-on-exec: a later child must not hold an earlier one's pipe.
+  if (pipe2(fds, O_CLOEXEC) != 0) throw UserError(std::string("--devices: pipe: ") + std::strerror(errno));
   args.insert(args.begin(), {self_binary(), "tune"});
   args.insert(args.end(), {"--shard", std::to_string(spec.index) + "/" + std::to_string(spec.count), "--device",
                            std::to_string(device)});
@@ -94,7 +96,6 @@ Child spawn_child(int device, size_t shard, const ShardSpec& spec, std::vector<s
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
   Child c;
   c.device = device;
   c.shard = shard;
