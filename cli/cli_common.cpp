@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <sstream>
 
 #include "common/errors.h"
@@ -9,6 +10,7 @@
 #include "generator/candidates/catalog.h"
 #include "generator/candidates/expr_parser.h"
 #include "graph/plan.h"
+#include "search/measure_worker.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -128,6 +130,59 @@ std::string host_name() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
   return buf;
+}
+
+namespace {
+std::vector<std::string>& args_store() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+void set_command_args(std::vector<std::string> args) { args_store() = std::move(args); }
+const std::vector<std::string>& command_args() { return args_store(); }
+
+std::string self_binary() {
+  char buf[4096] = {0};
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) throw UserError("cannot find the fusekit binary (/proc/self/exe) to start a measuring worker");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::vector<std::string> worker_argv(int device) {
+  return {self_binary(), "measure-worker", "--device", std::to_string(device)};
+}
+
+std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only, int device, bool require_gpu) {
+  std::unique_ptr<Measurer> measurer;
+  std::string why_model;
+  if (model_only) {
+    why_model = "--model given";
+  } else {
+    try {
+      measurer = make_worker_measurer(worker_argv(device), [](const std::string& line) {
+        std::fprintf(stderr, "fusekit: %s\n", line.c_str());
+      });
+      if (measurer->device().arch != arch.arch) {
+        why_model = "the GPU here is " + measurer->device().gpu_name + " (" + measurer->device().arch.name() + ")";
+        measurer.reset();
+      }
+    } catch (const UserError& e) {
+      why_model = e.what();
+    }
+  }
+  if (!measurer && require_gpu)
+    throw UserError("no " + arch.arch.name() + " GPU " + std::to_string(device) + " to measure on: " + why_model);
+  if (!measurer) {
+    std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); compiling every candidate for %s and ranking with "
+                         "the analytic model; records are stored as 'modeled'\n",
+                 arch.arch.name().c_str(), why_model.c_str(), arch.arch.name().c_str());
+    return make_model_measurer(arch);
+  }
+  std::fprintf(stderr, "fusekit: measuring on GPU %d, %s (%s, %d SMs, driver %s) in a worker process\n", device,
+               measurer->device().gpu_name.c_str(), measurer->device().arch.name().c_str(),
+               measurer->device().sm_count, measurer->device().driver_version.c_str());
+  return measurer;
 }
 
 void add_arch_option(po::options_description& o, const char* text) {

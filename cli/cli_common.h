@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "generator/candidates/fusion_candidate.h"
+#include "schedules/arch_limits.h"
+#include "search/interfaces.h"
 
 namespace fusekit {
 
@@ -43,6 +45,22 @@ std::string existing_db_path(const po::variables_map& vm, const std::string& hin
 int int_at_least(const po::variables_map& vm, const char* name, int min, const char* meaning);
 
 std::string host_name();
+
+// The arguments after the command's name, as given (set by main), for a
+// command that starts copies of itself.
+void set_command_args(std::vector<std::string> args);
+const std::vector<std::string>& command_args();
+
+// This binary's path and the command line of its measuring worker on GPU
+// `device` (`fusekit measure-worker --device N`).
+std::string self_binary();
+std::vector<std::string> worker_argv(int device);
+
+// The measurer of a tune: a measuring worker on GPU `device` when that GPU
+// is the requested arch, else (or with `model_only`) the analytic model,
+// with the reason on stderr. With `require_gpu` there is no fallback: a GPU
+// that is missing or of another arch is a UserError.
+std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only, int device, bool require_gpu);
 
 // Shared option declarations.
 void add_arch_option(po::options_description& o, const char* text);

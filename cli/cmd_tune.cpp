@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cli/cmd_tune_plan.h"
+#include "cli/tune_devices.h"
 #include "cli/tune_shard.h"
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
@@ -15,6 +16,7 @@
 #include "generator/halide/halide_backend.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
 #include "fusekit/shape_bucket.h"
+#include "search/measure_worker.h"
 #include "search/tuner.h"
 #include "tunedb/tune_db.h"
 
@@ -47,41 +49,17 @@ po::options_description cmd_tune_options() {
       ("shard-count", po::value<int>()->default_value(0),
        "tune as shard $JOB_COMPLETION_INDEX of N (a Kubernetes Indexed Job's completions)")
       ("retune", "tune again what the database holds for this toolchain and GPU")
+      ("launch-deadline", po::value<double>()->default_value(20.0),
+       "seconds a measuring worker may go without word (plus 20x a timed block's expected time) before its "
+       "kernel is recorded as a timeout and the worker restarted")
+      ("device", po::value<int>(), "measure on this GPU (an ordinal; default 0, falling back to the model)")
+      ("devices", po::value<std::string>(),
+       "tune on several GPUs of this host at once, one measuring worker each: all, or ordinals such as 0,1")
       ("plan", po::value<std::string>(), "tune every entry of a plan from `fusekit plan` at every size");
   return o;
 }
 
 namespace {
-
-// The measurer: the GPU when it is the requested arch, else the analytic model.
-std::unique_ptr<Measurer> pick_measurer(const po::variables_map& vm, const ArchLimits& arch) {
-  std::unique_ptr<Measurer> measurer;
-  std::string why_model;
-  if (vm.count("model")) {
-    why_model = "--model given";
-  } else {
-    try {
-      measurer = make_gpu_measurer();
-      if (measurer->device().arch != arch.arch) {
-        why_model = "the GPU here is " + measurer->device().gpu_name + " (" + measurer->device().arch.name() + ")";
-        measurer.reset();
-      }
-    } catch (const UserError& e) {
-      why_model = e.what();
-    }
-  }
-  if (!measurer) {
-    measurer = make_model_measurer(arch);
-    std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); compiling every candidate for %s and ranking with "
-                         "the analytic model; records are stored as 'modeled'\n",
-                 arch.arch.name().c_str(), why_model.c_str(), arch.arch.name().c_str());
-  } else {
-    std::fprintf(stderr, "fusekit: measuring on %s (%s, %d SMs, driver %s)\n", measurer->device().gpu_name.c_str(),
-                 measurer->device().arch.name().c_str(), measurer->device().sm_count,
-                 measurer->device().driver_version.c_str());
-  }
-  return measurer;
-}
 
 // The scheduler's array index, read here at the command line's edge only.
 ShardEnvironment shard_environment() {
@@ -95,7 +73,11 @@ ShardEnvironment shard_environment() {
 
 // One line for a key that has no usable record: its records' statuses and
 // the nearest miss (the failed record closest to passing verification).
-std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::string& op, const std::string& shape) {
+// Candidates that failed to build (shape 'any') or at the odd shape every
+// candidate is verified on first (`verify_shape`) count too: they never
+// reached the key's shape.
+std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::string& op, const std::string& shape,
+                              const std::string& verify_shape) {
   RecordFilter f;
   f.dtype = key.dtype;
   f.arch = key.arch;
@@ -103,7 +85,8 @@ std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::s
   const TuningRecord* nearest = nullptr;
   const auto records = db.all(f);
   for (const auto& r : records) {
-    if (r.pipeline_hash != key.pipeline_hash || r.shape_bucket != key.shape_bucket) continue;
+    if (r.pipeline_hash != key.pipeline_hash) continue;
+    if (r.shape_bucket != key.shape_bucket && r.shape != "any" && r.shape != verify_shape) continue;
     ++statuses[record_status_name(r.status)];
     if (!nearest || (r.status == RecordStatus::kVerifyError &&
                      (nearest->status != RecordStatus::kVerifyError || r.verify_error < nearest->verify_error)))
@@ -121,6 +104,8 @@ std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::s
 
 int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) {
   if (!args.empty()) throw UserError("tune takes no positional arguments, got '" + args[0] + "'");
+  if (vm.count("plan") && (vm.count("devices") || vm.count("device")))
+    throw UserError("--plan tunes on GPU 0; --devices and --device are for --pattern and --expr tunes");
   if (vm.count("plan")) return cmd_tune_plan(vm);
   if (!vm.count("arch")) throw UserError("tune needs --arch, e.g. --arch sm_90; known: " + known_arch_names());
   const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
@@ -137,12 +122,28 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
   options.specialize = static_cast<size_t>(int_at_least(vm, "specialize", 0, "0 (off) or more"));
   options.hint_twins = static_cast<size_t>(int_at_least(vm, "hint-twins", 0, "0 (off) or more"));
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
+  options.measure.launch_deadline_s = vm["launch-deadline"].as<double>();
+  if (!(options.measure.launch_deadline_s >= 0.1 && options.measure.launch_deadline_s <= 86400))
+    throw UserError("--launch-deadline " + std::to_string(options.measure.launch_deadline_s) +
+                    " must be between 0.1 and 86400 seconds");
   const std::string db_path = resolve_db_path(vm);
   const ShardSpec shard = resolve_shard(vm.count("shard") ? vm["shard"].as<std::string>() : "",
                                         vm["shard-count"].as<int>(), shard_environment());
   const bool retune = vm.count("retune") > 0;
 
-  std::unique_ptr<Measurer> measurer = pick_measurer(vm, arch);
+  if (vm.count("devices")) {
+    if (vm.count("model")) throw UserError("--devices measures on GPUs; --model ranks without one: give one of them");
+    if (vm.count("device")) throw UserError("give --devices or --device, not both");
+    // The store's schema is made once here, not raced by the children.
+    open_tune_db(db_path, OpenMode::kCreate);
+    const std::vector<int> devices = parse_devices(vm["devices"].as<std::string>(), [] {
+      return worker_device_count(worker_argv(0));
+    });
+    return tune_on_devices(devices, shard, command_args());
+  }
+  if (vm.count("device") && vm.count("model")) throw UserError("--device measures on a GPU; --model without one");
+  const int device = vm.count("device") ? int_at_least(vm, "device", 0, "a GPU ordinal (0 or more)") : 0;
+  std::unique_ptr<Measurer> measurer = pick_measurer(arch, vm.count("model") > 0, device, vm.count("device") > 0);
   // Records a server does not take are spooled beside the default database.
   auto db = open_tune_db(db_path, OpenMode::kCreate,
                          (std::filesystem::path(default_db_path()).parent_path() / "spool").string());
@@ -223,7 +224,8 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
                       p.shape_text.c_str(), best->backend.c_str(), best->params.c_str(), best->median_us,
                       best->bandwidth_gbps, record_status_name(best->status));
         else
-          without_kernel.push_back(no_kernel_summary(*db, key, cand.name, p.shape_text));
+          without_kernel.push_back(
+              no_kernel_summary(*db, key, cand.name, p.shape_text, workload->problem(task.verify_domain).shape_text));
       }
       std::fflush(stdout);
     }

@@ -2,13 +2,15 @@
 // entry the sizes still to tune, tuned in one task with plan-wide progress.
 #include "cli/cmd_tune_plan.h"
 
-#include <unistd.h>
-
 #include <chrono>
+#include <map>
+#include <set>
 #include <sstream>
 #include <cstdio>
 
+#include "cli/cli_common.h"
 #include "cli/cmd_plan.h"
+#include "cli/tune_shard.h"
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
@@ -31,38 +33,6 @@ struct Job {
   DType dtype;
   std::vector<std::vector<int64_t>> domains;
 };
-
-std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only) {
-  std::string why;
-  if (model_only) {
-    why = "--model given";
-  } else {
-    try {
-      auto m = make_gpu_measurer();
-      if (m->device().arch == arch.arch) {
-        std::fprintf(stderr, "fusekit: measuring on %s (%s)\n", m->device().gpu_name.c_str(), m->device().arch.name().c_str());
-        return m;
-      }
-      why = "the GPU here is " + m->device().gpu_name + " (" + m->device().arch.name() + ")";
-    } catch (const UserError& e) {
-      why = e.what();
-    }
-  }
-  std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); ranking with the analytic model ('modeled' records)\n",
-               arch.arch.name().c_str(), why.c_str());
-  return make_model_measurer(arch);
-}
-
-std::string host_name() {
-  char buf[256] = {0};
-  return gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
-}
-
-// A record of this build of fusekit and Halide exists for the key.
-bool already_tuned(const TuneDb& db, const TuneKey& key) {
-  auto best = db.best(key);
-  return best && best->fusekit_version == FUSEKIT_VERSION && best->halide_version == halide_version();
-}
 
 }  // namespace
 
@@ -89,7 +59,7 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
   const int budget = vm["budget"].as<int>();
   if (budget < 1) throw UserError("--budget " + std::to_string(budget) + " must be at least 1");
   const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
-  auto measurer = pick_measurer(arch, vm.count("model") > 0);
+  auto measurer = pick_measurer(arch, vm.count("model") > 0, 0, false);
   auto db = open_tune_db(db_path, OpenMode::kCreate);
   TunerOptions options;
   options.backends = backends;
@@ -97,6 +67,7 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
   options.specialize = static_cast<size_t>(std::max(0, vm["specialize"].as<int>()));
   options.hint_twins = static_cast<size_t>(std::max(0, vm["hint-twins"].as<int>()));
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
+  options.measure.launch_deadline_s = std::max(0.1, vm["launch-deadline"].as<double>());
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
   const bool retune = vm.count("retune") > 0;
 
@@ -104,6 +75,9 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
   for (const auto& j : jobs) total += j.domains.size();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // What the store holds is skipped per size and backend, as plain tunes do.
+  const TuneOrigin origin{measurer->device().gpu_name, options.provenance.cuda_version,
+                          options.provenance.halide_version, options.provenance.fusekit_version};
   for (const auto& j : jobs) {
     auto workload = make_candidate_workload(j.cand, j.dtype);
     TuneTask task;
@@ -112,10 +86,20 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
     task.pipeline_text = canonical_pipeline_text(j.cand, j.dtype);
     task.pipeline_hash = pipeline_hash(task.pipeline_text);
     task.kind = j.cand.template_kind();
+    const std::set<std::string> held =
+        retune ? std::set<std::string>{}
+               : held_units(*db, j.cand.name, dtype_name(j.dtype), arch.arch.name(), origin);
+    std::map<Backend, std::vector<std::vector<int64_t>>> todo;
     for (const auto& d : j.domains) {
       const Problem p = workload->problem(d);
-      const TuneKey key{task.pipeline_hash, dtype_name(j.dtype), problem_bucket(task.kind, p), arch.arch.name()};
-      if (!retune && already_tuned(*db, key)) {
+      bool all_held = true;
+      for (Backend b : backends)
+        if (!held.count(unit_key(task.pipeline_hash, dtype_name(j.dtype), p.shape_text, arch.arch.name(),
+                                 backend_name(b)))) {
+          todo[b].push_back(d);
+          all_held = false;
+        }
+      if (all_held) {
         ++skipped;
         ++done;
         std::fprintf(stderr, "[%zu/%zu] %s %s %s: in the database, skipped (--retune tunes it again)\n", done, total,
@@ -137,7 +121,13 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
       std::fprintf(stderr, "[%zu/%zu] %s | %.0fs elapsed, ETA %.0fs\n", done + 1, total, line.c_str(), t,
                    t / frac * (1.0 - frac));
     };
-    tune(task, *measurer, *db, arch, options);
+    const std::vector<std::vector<int64_t>> domains = task.domains;
+    for (const auto& [b, ds] : todo) {
+      task.domains = ds;
+      options.backends = {b};
+      tune(task, *measurer, *db, arch, options);
+    }
+    task.domains = domains;
     done += here;
     for (const auto& d : task.domains) {
       const Problem p = workload->problem(d);

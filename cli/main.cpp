@@ -18,6 +18,7 @@
 #include "cli/cmd_db.h"
 #include "cli/cmd_eval.h"
 #include "cli/cmd_list.h"
+#include "cli/cmd_measure_worker.h"
 #include "cli/cmd_plan.h"
 #include "cli/cmd_report.h"
 #include "cli/cmd_source.h"
@@ -51,6 +52,8 @@ const Command kCommands[] = {
      cmd_report},
     // A developer command for the numpy oracle; not in the usage list.
     {"eval", nullptr, cmd_eval_options, cmd_eval},
+    // The measuring worker a tune starts; not in the usage list.
+    {"measure-worker", nullptr, cmd_measure_worker_options, cmd_measure_worker},
 };
 
 std::string command_names() {
@@ -83,6 +86,7 @@ int run(int argc, char** argv) {
   for (const auto& c : kCommands)
     if (name == c.name) cmd = &c;
   if (!cmd) throw UserError("unknown command '" + name + "'; known: " + command_names());
+  set_command_args(std::vector<std::string>(argv + 2, argv + argc));
   po::options_description opts = cmd->options();
   opts.add_options()("help,h", "show this command's options");
   po::options_description all;

@@ -15,6 +15,7 @@ using nlohmann::json;
 constexpr RecordStatus kStatuses[] = {RecordStatus::kOk,          RecordStatus::kModeled,
                                       RecordStatus::kCompileError, RecordStatus::kLaunchError,
                                       RecordStatus::kVerifyError,  RecordStatus::kTimeout,
+                                      RecordStatus::kFault,
                                       RecordStatus::kRevoked};
 
 bool failed(const TuningRecord& r) { return r.status != RecordStatus::kOk && r.status != RecordStatus::kModeled; }

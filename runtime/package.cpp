@@ -232,6 +232,47 @@ Status Package::function_for(const CudaDriver& d, CUcontext ctx, const fusekit_v
   return Status();
 }
 
+void Package::avoid_failed_cubin(CUcontext ctx, const DeviceProps& props, const char* op, DType dtype,
+                                 int64_t elements, int64_t row_length, int pointer_alignment, Selection* sel) {
+  if (std::find(failed_cubins_.begin(), failed_cubins_.end(), std::make_pair(ctx, sel->variant)) ==
+      failed_cubins_.end())
+    return;
+  DeviceProps jit = props;
+  jit.ptx_only = true;
+  Selection ptx;
+  if (select_variant(table_, count_, op, dtype, jit, elements, row_length, pointer_alignment, &ptx).ok() &&
+      ptx.variant->sm == 0) {
+    *sel = ptx;
+    sel->arch_step = "ptx jit (cubin failed to load)";
+  }
+}
+
+Status Package::load_selected(const CudaDriver& d, CUcontext ctx, const DeviceProps& props, const char* op,
+                              DType dtype, int64_t elements, int64_t row_length, int pointer_alignment,
+                              Selection* sel, Loaded** out) {
+  avoid_failed_cubin(ctx, props, op, dtype, elements, row_length, pointer_alignment, sel);
+  const Status st = function_for(d, ctx, sel->variant, out);
+  if (st.ok() || sel->variant->image_kind != 0) return st;
+  failed_cubins_.emplace_back(ctx, sel->variant);
+  const fusekit_variant_desc* cubin = sel->variant;
+  avoid_failed_cubin(ctx, props, op, dtype, elements, row_length, pointer_alignment, sel);
+  if (sel->variant == cubin)
+    return Status(st.code(), st.message() + "; the package has no portable PTX for op '" + op + "' (" +
+                                 dtype_name(dtype) + ") to fall back to");
+  const Status jit = function_for(d, ctx, sel->variant, out);
+  if (!jit.ok())
+    return Status(jit.code(), st.message() + "; its portable PTX fallback did not load either: " + jit.message());
+  load_notes_.push_back("op '" + std::string(op) + "' (" + dtype_name(dtype) + ") on sm_" + std::to_string(props.sm) +
+                        ": cubin " + cubin->entry + " did not load (" + st.message() + "); JIT-loaded portable PTX " +
+                        sel->variant->entry + " instead");
+  return Status();
+}
+
+std::vector<std::string> Package::load_notes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return load_notes_;
+}
+
 Status Package::driver_and_context(const CudaDriver** d, CUcontext* ctx) const {
   *d = driver_;
   if (!*d) {
@@ -255,7 +296,9 @@ Status Package::explain(const std::string& op, DType dtype, int64_t elements, in
   DeviceProps props;
   st = device_props(*d, ctx, &props);
   if (!st.ok()) return st;
-  return select_variant(table_, count_, op.c_str(), dtype, props, elements, row_length, pointer_alignment, out);
+  st = select_variant(table_, count_, op.c_str(), dtype, props, elements, row_length, pointer_alignment, out);
+  if (st.ok()) avoid_failed_cubin(ctx, props, op.c_str(), dtype, elements, row_length, pointer_alignment, out);
+  return st;
 }
 
 Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, const LaunchArgs& args,
@@ -304,7 +347,7 @@ Status Package::launch(const char* op, DType dtype, const LaunchShape& shape, co
       Selection sel;
       st = select_variant(table_, count_, op, dtype, props, elements, row_length, alignment, &sel);
       if (!st.ok()) return st;
-      st = function_for(*d, ctx, sel.variant, &l);
+      st = load_selected(*d, ctx, props, op, dtype, elements, row_length, alignment, &sel, &l);
       if (!st.ok()) return st;
       sm_count = props.sm_count;
       recent_[next_recent_] = Recent{ctx, dtype, bucket, row_bucket, row_length, alignment, l, sm_count};

@@ -12,8 +12,10 @@
 // kernel with L2::evict_last loads leaves lines that outlast a later
 // kernel's own normal-priority traffic, and that kernel would be timed with
 // part of its input in L2 (docs/architecture.md, "Decisions and findings"). A kernel that faults the
-// context (illegal address, ...) becomes a launch_error record and the
-// primary context is reset before the next candidate.
+// context (illegal address, ...) becomes a fault record and the
+// primary context is reset before the next candidate. The host data (inputs,
+// reference) comes prepared (search/host_problem.h), so the same executor
+// serves this process and a measuring worker.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -22,7 +24,7 @@
 #include "common/errors.h"
 #include "fusekit/cuda_driver.h"
 #include "fusekit/kernel_launch.h"
-#include "search/interfaces.h"
+#include "search/device_executor.h"
 
 namespace fusekit {
 namespace {
@@ -97,26 +99,29 @@ bool is_sticky(CUresult r) {
   }
 }
 
-// Host data, reference and device copies of one problem.
+// Device copies of one problem's host data.
 struct PreparedProblem {
   std::string key;
-  std::vector<HostTensor> inputs;
-  std::vector<HostTensor> reference;
+  const HostProblem* host = nullptr;                  // valid during run()
   std::vector<size_t> input_offsets, output_offsets;  // within one set
   size_t set_bytes = 0;
   int sets = 1;
   CUdeviceptr base = 0;
 };
 
-class GpuMeasurer final : public Measurer {
+class GpuExecutor final : public DeviceExecutor {
  public:
-  GpuMeasurer() {
+  explicit GpuExecutor(int device) {
     Status st = load_cuda_driver(&drv_);
     if (!st.ok()) throw UserError("no usable GPU: " + st.message());
     int count = 0;
     check(drv_->cuDeviceGetCount(&count), "cuDeviceGetCount");
     if (count == 0) throw UserError("no usable GPU: the CUDA driver reports no devices");
-    check(drv_->cuDeviceGet(&dev_, 0), "cuDeviceGet");
+    if (device < 0 || device >= count)
+      throw UserError("no GPU " + std::to_string(device) + ": the CUDA driver reports " + std::to_string(count) +
+                      " (0 to " + std::to_string(count - 1) + ")");
+    count_ = count;
+    check(drv_->cuDeviceGet(&dev_, device), "cuDeviceGet");
     char name[256] = {0};
     check(drv_->cuDeviceGetName(name, sizeof(name), dev_), "cuDeviceGetName");
     int major = 0, minor = 0, sms = 0, l2 = 0, version = 0;
@@ -134,7 +139,7 @@ class GpuMeasurer final : public Measurer {
     open_context();
   }
 
-  ~GpuMeasurer() override {
+  ~GpuExecutor() override {
     release_problem();
     modules_.clear();
     destroy_events();
@@ -143,21 +148,23 @@ class GpuMeasurer final : public Measurer {
   }
 
   const DeviceInfo& device() const override { return info_; }
+  int device_count() const override { return count_; }
 
-  std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
-                                     const std::vector<MeasureInput>& batch,
-                                     const MeasureOptions& options) override {
-    prepare(workload, problem, options.seed);
+  std::vector<MeasureResult> run(const HostProblem& host, const std::vector<const KernelArtifact*>& batch,
+                                 const MeasureOptions& options, const StepFn& step) override {
+    prepare(host);
+    const Problem& problem = host.problem;
     std::vector<MeasureResult> out(batch.size());
     std::vector<Timer> timers;
     for (size_t i = 0; i < batch.size(); ++i) {
       Timer t;
-      out[i] = verify_one(workload, problem, *batch[i].artifact, options, &t);
+      if (step) step(i, 0.0);
+      out[i] = verify_one(problem, *batch[i], options, &t);
       if (out[i].status == RecordStatus::kOk && t.samples > 0) {
         t.index = i;
         timers.push_back(std::move(t));
       }
-      if (broken_) recover(workload, problem, options.seed);
+      if (broken_) recover(host);
     }
     const int rounds = std::max(1, options.rounds);
     for (int r = 0; r < rounds; ++r)
@@ -165,8 +172,10 @@ class GpuMeasurer final : public Measurer {
         Timer& t = timers[(k + r) % timers.size()];
         MeasureResult& res = out[t.index];
         if (res.status != RecordStatus::kOk) continue;  // failed in an earlier round
-        time_block(t, t.samples * (r + 1) / rounds - t.samples * r / rounds, &res);
-        if (broken_) recover(workload, problem, options.seed);
+        const int n = t.samples * (r + 1) / rounds - t.samples * r / rounds;
+        if (step) step(t.index, 1e-6 * t.est_us * (n + 2));
+        time_block(t, n, &res);
+        if (broken_) recover(host);
       }
     for (MeasureResult& res : out) {
       if (res.status != RecordStatus::kOk) res.samples_us.clear();
@@ -187,7 +196,7 @@ class GpuMeasurer final : public Measurer {
   }
 
   // After a sticky fault: drop everything tied to the context and reset it.
-  void recover(const Workload& workload, const Problem& problem, uint64_t seed) {
+  void recover(const HostProblem& host) {
     // Modules and events belong to the dead context: forget them without
     // calling the driver on them.
     for (auto& [k, m] : modules_) m->release();
@@ -200,7 +209,7 @@ class GpuMeasurer final : public Measurer {
     drv_->cuDevicePrimaryCtxReset(dev_);
     open_context();
     broken_ = false;
-    prepare(workload, problem, seed);
+    prepare(host);
   }
 
   void release_problem() {
@@ -236,24 +245,18 @@ class GpuMeasurer final : public Measurer {
     return false;
   }
 
-  void prepare(const Workload& workload, const Problem& problem, uint64_t seed) {
-    std::string key = workload.name() + "/" + dtype_name(workload.dtype()) + "/" + problem.shape_text + "/" +
-                      std::to_string(seed);
-    for (size_t i = 0; i < problem.input_dims.size(); ++i) key += "/" + std::to_string(workload.input_magnitude(i));
-    if (key == problem_.key) return;
+  void prepare(const HostProblem& host) {
+    if (host.key == problem_.key) {
+      problem_.host = &host;
+      return;
+    }
     release_problem();
     PreparedProblem p;
-    p.key = key;
-    const DType dt = workload.dtype();
-    for (size_t i = 0; i < problem.input_dims.size(); ++i) {
-      HostTensor t = HostTensor::make(dt, problem.input_dims[i]);
-      workload.fill_input(i, seed * 1000003u + i, &t);
-      p.inputs.push_back(std::move(t));
-    }
-    workload.reference(problem, p.inputs, &p.reference);
+    p.key = host.key;
+    p.host = &host;
     size_t off = 0;
-    for (const auto& t : p.inputs) { p.input_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
-    for (const auto& t : p.reference) { p.output_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
+    for (const auto& t : host.inputs) { p.input_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
+    for (const auto& t : host.reference) { p.output_offsets.push_back(off); off = align_up(off + t.bytes.size()); }
     p.set_bytes = off;
     // Enough copies that consecutive launches never find their inputs in L2,
     // and at least two: lines a launch reads at evict_last outlast other
@@ -262,8 +265,8 @@ class GpuMeasurer final : public Measurer {
     const double want = 2.5 * info_.l2_bytes;
     p.sets = static_cast<int>(std::min(4096.0, std::max(2.0, std::ceil(want / static_cast<double>(off)))));
     check(drv_->cuMemAlloc(&p.base, p.set_bytes * p.sets), "cuMemAlloc (problem buffers)");
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      check(drv_->cuMemcpyHtoD(p.base + p.input_offsets[i], p.inputs[i].bytes.data(), p.inputs[i].bytes.size()),
+    for (size_t i = 0; i < host.inputs.size(); ++i)
+      check(drv_->cuMemcpyHtoD(p.base + p.input_offsets[i], host.inputs[i].bytes.data(), host.inputs[i].bytes.size()),
             "cuMemcpyHtoD");
     for (int s = 1; s < p.sets; ++s)
       check(drv_->cuMemcpyDtoDAsync(p.base + s * p.set_bytes, p.base, p.set_bytes, stream_), "cuMemcpyDtoD");
@@ -279,10 +282,11 @@ class GpuMeasurer final : public Measurer {
     return a;
   }
 
-  // Marks the context broken on a sticky error and returns a result.
-  MeasureResult fail(RecordStatus status, CUresult r, const std::string& what) {
+  // A launch error, or on a sticky error a fault that marks the context
+  // broken.
+  MeasureResult fail(CUresult r, const std::string& what) {
     MeasureResult res;
-    res.status = status;
+    res.status = is_sticky(r) ? RecordStatus::kFault : RecordStatus::kLaunchError;
     res.error = what + ": " + cuda_error_text(*drv_, r);
     if (is_sticky(r)) broken_ = true;
     return res;
@@ -308,6 +312,7 @@ class GpuMeasurer final : public Measurer {
     std::vector<float> params;
     int samples = 0;               // to time in all (0: none)
     int next_set = 1;              // input set of the next launch
+    double est_us = 0;             // one launch, from the warm-up
   };
 
   // The loaded module of `art` (loaded once per context), or nullptr with
@@ -330,8 +335,8 @@ class GpuMeasurer final : public Measurer {
 
   // Verifies one artifact; if options.time, also warms it up and sizes its
   // sample count into `timer`.
-  MeasureResult verify_one(const Workload& workload, const Problem& problem, const KernelArtifact& art,
-                           const MeasureOptions& options, Timer* timer) {
+  MeasureResult verify_one(const Problem& problem, const KernelArtifact& art, const MeasureOptions& options,
+                           Timer* timer) {
     MeasureResult res;
     LaunchShape shape;
     shape.domain = problem.domain;
@@ -344,16 +349,17 @@ class GpuMeasurer final : public Measurer {
     CUfunction fn = mod->function();
     shape.resident_blocks = mod->resident_blocks();
     LaunchArgs args0 = args_for_set(0);
-    args0.params = workload.param_values();
+    args0.params = problem_.host->params;
+    const std::vector<HostTensor>& reference = problem_.host->reference;
 
     // Verify: poison outputs, run once, compare every element.
-    for (size_t i = 0; i < problem_.reference.size(); ++i)
-      drv_->cuMemsetD8(args0.outputs[i], kPoisonByte, problem_.reference[i].bytes.size());
+    for (size_t i = 0; i < reference.size(); ++i)
+      drv_->cuMemsetD8(args0.outputs[i], kPoisonByte, reference[i].bytes.size());
     // cuMemsetD8 runs on the legacy stream, which our non-blocking stream
     // does not wait for: without this, a late memset could overwrite what
     // the kernel wrote (a false failure; it never hides a missed write).
     CUresult poisoned = drv_->cuCtxSynchronize();
-    if (poisoned != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, poisoned, "poisoning outputs");
+    if (poisoned != CUDA_SUCCESS) return fail(poisoned, "poisoning outputs");
     Status st = launch_kernel(*drv_, art, fn, shape, args0, stream_);
     if (!st.ok()) {
       res.status = RecordStatus::kLaunchError;
@@ -361,15 +367,15 @@ class GpuMeasurer final : public Measurer {
       return res;
     }
     CUresult r = drv_->cuStreamSynchronize(stream_);
-    if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "kernel execution");
+    if (r != CUDA_SUCCESS) return fail(r, "kernel execution");
     std::vector<HostTensor> got;
-    for (size_t i = 0; i < problem_.reference.size(); ++i) {
-      HostTensor t = HostTensor::make(workload.dtype(), problem_.reference[i].dims);
+    for (size_t i = 0; i < reference.size(); ++i) {
+      HostTensor t = HostTensor::make(reference[i].dtype, reference[i].dims);
       r = drv_->cuMemcpyDtoH(t.bytes.data(), args0.outputs[i], t.bytes.size());
-      if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "cuMemcpyDtoH");
+      if (r != CUDA_SUCCESS) return fail(r, "cuMemcpyDtoH");
       got.push_back(std::move(t));
     }
-    Comparison cmp = compare_outputs(got, problem_.reference, workload.tolerance(problem));
+    Comparison cmp = compare_outputs(got, reference, problem_.host->tolerance);
     res.verify_error = cmp.max_ratio;
     if (!cmp.passed()) {
       res.status = RecordStatus::kVerifyError;
@@ -389,10 +395,11 @@ class GpuMeasurer final : public Measurer {
     if (!launch_block(*timer, probe, &res)) return res;
     drv_->cuEventRecord(events_[1], stream_);
     r = drv_->cuEventSynchronize(events_[1]);
-    if (r != CUDA_SUCCESS) return fail(RecordStatus::kLaunchError, r, "warm-up");
+    if (r != CUDA_SUCCESS) return fail(r, "warm-up");
     float probe_ms = 0;
     drv_->cuEventElapsedTime(&probe_ms, events_[0], events_[1]);
     const double est_us = std::max(1.0, 1000.0 * probe_ms / probe);
+    timer->est_us = est_us;
     timer->samples = static_cast<int>(
         std::clamp(options.target_ms * 1000.0 / est_us, double(options.min_samples), double(options.max_samples)));
     return res;
@@ -430,7 +437,7 @@ class GpuMeasurer final : public Measurer {
     if (!reset_l2_priorities(res) || !launch_block(t, 2, res) || !launch_block(t, n, res, true)) return;
     const CUresult r = drv_->cuEventSynchronize(events_[2 * n - 1]);
     if (r != CUDA_SUCCESS) {
-      *res = fail(RecordStatus::kLaunchError, r, "timed runs");
+      *res = fail(r, "timed runs");
       return;
     }
     for (int i = 0; i < n; ++i) {
@@ -445,6 +452,7 @@ class GpuMeasurer final : public Measurer {
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
   DeviceInfo info_;
+  int count_ = 0;
   PreparedProblem problem_;
   std::map<std::string, std::unique_ptr<LoadedKernel>> modules_;
   const KernelArtifact l2_reset_ = l2_reset_artifact();
@@ -454,6 +462,8 @@ class GpuMeasurer final : public Measurer {
 
 }  // namespace
 
-std::unique_ptr<Measurer> make_gpu_measurer() { return std::make_unique<GpuMeasurer>(); }
+std::unique_ptr<DeviceExecutor> make_gpu_executor(int device) { return std::make_unique<GpuExecutor>(device); }
+
+std::unique_ptr<Measurer> make_gpu_measurer() { return make_local_measurer(make_gpu_executor(0)); }
 
 }  // namespace fusekit

@@ -74,6 +74,10 @@ struct MeasureOptions {
   // (each times a block of every candidate in turn, the order rotated).
   int rounds = 5;
   uint64_t seed = 1;          // input data seed
+  // A measuring worker (search/measure_worker.h) that reports nothing for
+  // this long plus twenty times the step's expected time is killed and the
+  // candidate recorded as a timeout.
+  double launch_deadline_s = 20.0;
 };
 
 // One built candidate handed to a measurer.
@@ -134,8 +138,9 @@ std::unique_ptr<CostModel> make_analytic_cost_model(const ArchLimits& arch);
 // A measurer that never runs anything: verification is skipped and the time
 // is the cost model's estimate (records get status kModeled).
 std::unique_ptr<Measurer> make_model_measurer(const ArchLimits& arch);
-// The GPU measurer (device 0, driver API). Throws UserError when no usable
-// GPU is present, with the driver's reason.
+// The GPU measurer (device 0, driver API) in this process. Throws
+// UserError when no usable GPU is present, with the driver's reason.
+// make_worker_measurer (search/measure_worker.h) measures in a child process.
 std::unique_ptr<Measurer> make_gpu_measurer();
 
 }  // namespace fusekit

@@ -25,6 +25,7 @@ constexpr struct {
     {RecordStatus::kLaunchError, "launch_error"},
     {RecordStatus::kVerifyError, "verify_error"},
     {RecordStatus::kTimeout, "timeout"},
+    {RecordStatus::kFault, "fault"},
     {RecordStatus::kRevoked, "revoked"},
 };
 }  // namespace

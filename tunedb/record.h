@@ -18,6 +18,7 @@ enum class RecordStatus {
   kLaunchError,    // driver refused to load or launch it
   kVerifyError,    // ran, but disagrees with the CPU reference
   kTimeout,        // did not finish in time
+  kFault,          // faulted the GPU context or killed its measuring worker
   kRevoked,        // a winner that failed `fusekit verify --db` later: its kernel stops ranking
 };
 const char* record_status_name(RecordStatus status);

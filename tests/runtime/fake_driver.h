@@ -34,6 +34,9 @@ struct State {
   int cluster_width = 0;
   int active_clusters = 30;
   unsigned occupancy_grid = 0;  // gridDimX of the last cluster query
+  // Images whose first byte is this fail to load (a cubin for another
+  // arch or driver); -1: none.
+  int failing_image_byte = -1;
 };
 
 inline State& state() {
@@ -50,7 +53,8 @@ inline CUresult device_attribute(int* v, CUdevice_attribute a, CUdevice) {
   else *v = 0;
   return CUDA_SUCCESS;
 }
-inline CUresult module_load(CUmodule* m, const void*, unsigned, CUjit_option*, void**) {
+inline CUresult module_load(CUmodule* m, const void* image, unsigned, CUjit_option*, void**) {
+  if (*static_cast<const unsigned char*>(image) == state().failing_image_byte) return CUDA_ERROR_NO_BINARY_FOR_GPU;
   *m = reinterpret_cast<CUmodule>(static_cast<uintptr_t>(++state().modules_loaded));
   return CUDA_SUCCESS;
 }

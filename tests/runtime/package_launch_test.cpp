@@ -150,3 +150,49 @@ TEST_F(PackageLaunch, ExplainUsesTheCurrentDevice) {
 
 }  // namespace
 }  // namespace fusekit
+
+namespace fusekit {
+namespace {
+
+const unsigned char kCubinImage[] = {0xCB};
+const unsigned char kPtxImage[] = {'.'};
+const fusekit_variant_desc kCubinAndPtx[] = {
+    {"relu_add", 0, 20, 90, 0, kCubinImage, 1, "tuned", {128, 1, 1}, {"(max 1 (div (add n 511) 512))", "1", "1"}, 0,
+     16, kParams, 4, "nvrtc", "vec=4", "r1", 1, 0, -1, 0, 0},
+    {"relu_add", 0, -1, 0, 1, kPtxImage, 1, "ptx", {64, 1, 1}, {"(max 1 (div (add n 63) 64))", "1", "1"}, 0, 4,
+     kParams32, 4, "nvrtc", "vec=1", "", 0, 0, -1, 0, 0},
+};
+
+TEST_F(PackageLaunch, ACubinThatDoesNotLoadFallsBackToThePortablePtxAndSaysSo) {
+  fake::state().failing_image_byte = 0xCB;
+  Package p(kCubinAndPtx, 2, &fake::driver());
+  ASSERT_TRUE(p.launch("relu_add", DType::kF32, shape(1000), args(0x10000000), nullptr).ok());
+  ASSERT_EQ(fake::state().launches.size(), 1u);
+  EXPECT_EQ(fake::state().launches[0].block[0], 64u);  // the PTX's launch
+  std::vector<std::string> notes = p.load_notes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("cubin tuned did not load"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("CUDA_ERROR_FAKE"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("portable PTX ptx"), std::string::npos) << notes[0];
+  // Another bucket goes straight to the PTX: the cubin is not tried again.
+  ASSERT_TRUE(p.launch("relu_add", DType::kF32, shape(1 << 22), args(0x10000000), nullptr).ok());
+  EXPECT_EQ(p.load_notes().size(), 1u);
+  EXPECT_EQ(fake::state().modules_loaded, 1);
+  Selection sel;
+  ASSERT_TRUE(p.explain("relu_add", DType::kF32, 1000, -1, 256, &sel).ok());
+  EXPECT_STREQ(sel.variant->entry, "ptx");
+  EXPECT_STREQ(sel.arch_step, "ptx jit (cubin failed to load)");
+}
+
+TEST_F(PackageLaunch, ACubinThatDoesNotLoadWithoutPtxIsAStatusNamingBoth) {
+  fake::state().failing_image_byte = 0xCB;
+  Package p(kCubinAndPtx, 1, &fake::driver());
+  const Status st = p.launch("relu_add", DType::kF32, shape(1000), args(0x10000000), nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cuModuleLoadDataEx"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("no portable PTX for op 'relu_add'"), std::string::npos) << st.message();
+  EXPECT_TRUE(fake::state().launches.empty());
+}
+
+}  // namespace
+}  // namespace fusekit

@@ -2,7 +2,9 @@
 // emits, and the dispatcher that picks and launches one per call.
 //
 // Selection, per call:
-//   arch:  exact-arch image -> same-major cubin (minor <= device minor) -> PTX (JIT)
+//   arch:  exact-arch image -> same-major cubin (minor <= device minor) -> PTX (JIT);
+//          a cubin the driver refuses to load (a newer driver or arch) falls
+//          back to the portable PTX for the call, noted in load_notes()
 //   shape: exact shape bucket -> nearest tuned bucket -> the generic variant
 //          (row reductions: the row length's bucket first, then the element
 //          count's; see fusekit/shape_bucket.h). A variant compiled for one
@@ -88,7 +90,7 @@ struct DeviceProps {
 // The outcome of selection, with the fallback steps taken.
 struct Selection {
   const fusekit_variant_desc* variant = nullptr;
-  const char* arch_step = "";   // "exact arch", "same-major cubin", "ptx jit"
+  const char* arch_step = "";   // "exact arch", "same-major cubin", "ptx jit", "ptx jit (cubin failed to load)"
   const char* shape_step = "";  // "exact row length", "exact bucket", "nearest bucket", "generic"
   std::string describe() const;
 };
@@ -129,6 +131,11 @@ class Package {
   Status explain(const std::string& op, DType dtype, int64_t elements, int64_t row_length, int pointer_alignment,
                  Selection* out);
 
+  // One line per cubin that failed to load in a context and the portable
+  // PTX JIT-loaded in its place (what the driver said, which PTX), oldest
+  // first. Thread-safe.
+  std::vector<std::string> load_notes();
+
   const fusekit_variant_desc* table() const { return table_; }
   size_t size() const { return count_; }
 
@@ -136,6 +143,14 @@ class Package {
   struct Loaded;
   Status device_props(const CudaDriver& driver, CUcontext ctx, DeviceProps* props);
   Status function_for(const CudaDriver& driver, CUcontext ctx, const fusekit_variant_desc* v, Loaded** out);
+  // The loaded kernel of a selection; where its cubin does not load, that of
+  // the portable PTX selected for the same call (`sel` updated, the cubin
+  // remembered as failed for the context).
+  Status load_selected(const CudaDriver& driver, CUcontext ctx, const DeviceProps& props, const char* op, DType dtype,
+                       int64_t elements, int64_t row_length, int pointer_alignment, Selection* sel, Loaded** out);
+  // `sel` moved to the portable PTX when its cubin failed to load before.
+  void avoid_failed_cubin(CUcontext ctx, const DeviceProps& props, const char* op, DType dtype, int64_t elements,
+                          int64_t row_length, int pointer_alignment, Selection* sel);
 
   Status driver_and_context(const CudaDriver** d, CUcontext* ctx) const;
 
@@ -158,6 +173,8 @@ class Package {
   bool fixed_rows_ = false;  // some variant is taken for some row lengths of a bucket only
   std::mutex mutex_;
   std::vector<std::unique_ptr<Loaded>> loaded_;  // never shrinks: Recent points into it
+  std::vector<std::pair<CUcontext, const fusekit_variant_desc*>> failed_cubins_;
+  std::vector<std::string> load_notes_;
   Recent recent_[kRecent];
   int next_recent_ = 0;
 };

@@ -1,0 +1,65 @@
+// The byte format between a tuning process and its measuring worker
+// (search/measure_worker.h): length-prefixed frames of a tag byte and a
+// body, the body written field by field with Writer and read back with
+// Reader, which throws InternalError on a short or malformed body.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "search/host_problem.h"
+#include "search/interfaces.h"
+
+namespace fusekit {
+
+// Frame tags. Parent to worker: kHello, kProblem, kMeasure, kQuit.
+// Worker to parent: kDevice (reply to kHello), kStep, kResults, kError.
+enum class WireTag : uint8_t { kHello = 1, kProblem, kMeasure, kQuit, kDevice, kStep, kResults, kError };
+
+class Writer {
+ public:
+  void u64(uint64_t v);
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void f64(double v);
+  void str(const std::string& s);
+  void bytes(const std::vector<uint8_t>& b);
+  const std::string& data() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& data) : data_(data) {}
+  uint64_t u64();
+  int64_t i64() { return static_cast<int64_t>(u64()); }
+  double f64();
+  std::string str();
+  std::vector<uint8_t> bytes();
+
+ private:
+  const std::string& data_;
+  size_t at_ = 0;
+};
+
+void write_device(Writer& w, const DeviceInfo& d);
+DeviceInfo read_device(Reader& r);
+void write_problem(Writer& w, const HostProblem& p);
+HostProblem read_problem(Reader& r);
+void write_options(Writer& w, const MeasureOptions& o);
+MeasureOptions read_options(Reader& r);
+void write_artifact(Writer& w, const KernelArtifact& a);
+KernelArtifact read_artifact(Reader& r);
+void write_results(Writer& w, const std::vector<MeasureResult>& results);
+std::vector<MeasureResult> read_results(Reader& r);
+
+// Writes one frame; false when the other end is gone.
+bool write_frame(int fd, WireTag tag, const std::string& body);
+// Reads one frame, waiting at most `timeout_ms` (< 0: forever). kOk, or
+// kTimedOut with nothing consumed, or kClosed on end of file or a torn frame.
+enum class FrameRead { kOk, kTimedOut, kClosed };
+FrameRead read_frame(int fd, int timeout_ms, WireTag* tag, std::string* body);
+
+}  // namespace fusekit

@@ -1,0 +1,178 @@
+// The measuring worker without a GPU: the fusekit binary's measure-worker
+// over a fake device (FUSEKIT_TEST_FAKE_GPUS), whose kernels named to hang
+// or abort stand in for a spinning and a faulting kernel.
+#include "search/measure_worker.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "common/errors.h"
+#include "generator/candidate_workload.h"
+#include "generator/candidates/catalog.h"
+#include "search/measure_wire.h"
+#include "search/tuner.h"
+
+namespace fusekit {
+namespace {
+
+std::vector<std::string> fake_worker() {
+  setenv("FUSEKIT_TEST_FAKE_GPUS", "2", 1);
+  return {FUSEKIT_BINARY, "measure-worker", "--device", "0"};
+}
+
+KernelArtifact named(const std::string& entry) {
+  KernelArtifact a;
+  a.image_kind = ImageKind::kPtx;
+  a.image = "image of " + entry;
+  a.entry = entry;
+  a.grid[0] = ceil_div(LaunchExpr::symbol("n"), 256);
+  a.params = {{KernelParam::Kind::kInput, KernelParam::Type::kPtr, 0, {}},
+              {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}};
+  return a;
+}
+
+TEST(MeasureWire, ArtifactsAndProblemsRoundTrip) {
+  const KernelArtifact a = named("fk_entry");
+  auto wl = make_candidate_workload(find_pattern("relu_add"), DType::kBF16);
+  const HostProblem p = prepare_host_problem(*wl, wl->problem({1000}), 7);
+  Writer w;
+  write_artifact(w, a);
+  write_problem(w, p);
+  Reader r(w.data());
+  const KernelArtifact b = read_artifact(r);
+  EXPECT_EQ(b.entry, a.entry);
+  EXPECT_EQ(b.image, a.image);
+  EXPECT_EQ(b.grid[0].to_string(), a.grid[0].to_string());
+  ASSERT_EQ(b.params.size(), 2u);
+  EXPECT_EQ(b.params[1].expr.to_string(), "n");
+  const HostProblem q = read_problem(r);
+  EXPECT_EQ(q.key, p.key);
+  EXPECT_EQ(q.problem.shape_text, p.problem.shape_text);
+  ASSERT_EQ(q.inputs.size(), p.inputs.size());
+  EXPECT_EQ(q.inputs[1].bytes, p.inputs[1].bytes);
+  EXPECT_EQ(q.reference[0].bytes, p.reference[0].bytes);
+  EXPECT_EQ(q.tolerance.rtol, p.tolerance.rtol);
+  EXPECT_THROW(r.u64(), InternalError);  // nothing left
+}
+
+TEST(ProblemWindow, KeepsTheNewestWithinItsCountAndBytes) {
+  ProblemWindow w;
+  for (int i = 0; i < 5; ++i) w.add("p" + std::to_string(i), 10);
+  EXPECT_FALSE(w.holds("p0"));
+  EXPECT_TRUE(w.holds("p1"));
+  EXPECT_TRUE(w.holds("p4"));
+  w.add("p1", 10);  // refreshed: now the newest
+  EXPECT_EQ(w.add("p5", 10), (std::vector<std::string>{"p2"}));
+  EXPECT_EQ(w.add("big", ProblemWindow::kBytes).size(), 4u);  // alone over the bytes, kept
+  EXPECT_TRUE(w.holds("big"));
+  EXPECT_FALSE(w.holds("p5"));
+}
+
+TEST(WorkerMeasurer, RecordsAHangAndADeathAndMeasuresTheRestOnANewWorker) {
+  auto measurer = make_worker_measurer(fake_worker());
+  EXPECT_EQ(measurer->device().gpu_name, "fake GPU");
+  EXPECT_TRUE(measurer->device().measured);
+  auto wl = make_candidate_workload(find_pattern("relu_add"), DType::kF32);
+  const Problem p = wl->problem({4096});
+  const std::vector<KernelArtifact> arts = {named("fk_a"), named("fk_test_hang_b"), named("fk_test_abort_c"),
+                                            named("fk_d")};
+  std::vector<Candidate> cands(arts.size());
+  std::vector<MeasureInput> batch;
+  for (size_t i = 0; i < arts.size(); ++i) batch.push_back({&cands[i], &arts[i]});
+  MeasureOptions o;
+  o.min_samples = 3;
+  o.launch_deadline_s = 0.5;
+  const auto r = measurer->measure(*wl, p, batch, o);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].status, RecordStatus::kOk);
+  EXPECT_EQ(r[0].samples_us.size(), 3u);
+  EXPECT_EQ(r[1].status, RecordStatus::kTimeout) << r[1].error;
+  EXPECT_NE(r[1].error.find("killed and restarted"), std::string::npos) << r[1].error;
+  EXPECT_EQ(r[2].status, RecordStatus::kFault) << r[2].error;
+  EXPECT_NE(r[2].error.find("signal 6"), std::string::npos) << r[2].error;
+  EXPECT_EQ(r[3].status, RecordStatus::kOk);
+  // The restarted worker serves the next batch.
+  const auto again = measurer->measure(*wl, p, {batch[3]}, o);
+  EXPECT_EQ(again.at(0).status, RecordStatus::kOk);
+  EXPECT_EQ(again.at(0).median_us, r[3].median_us);
+}
+
+TEST(WorkerMeasurer, ANoDeviceWorkerIsAUserErrorWithItsReason) {
+  setenv("FUSEKIT_TEST_FAKE_GPUS", "2", 1);
+  try {
+    make_worker_measurer({FUSEKIT_BINARY, "measure-worker", "--device", "5"});
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU 5"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(worker_device_count(fake_worker()), 2);
+}
+
+// Renames the built entries of two candidates so the fake device hangs on
+// one and aborts on the other.
+class InjectingBuilder final : public Builder {
+ public:
+  explicit InjectingBuilder(std::unique_ptr<Builder> inner) : inner_(std::move(inner)) {}
+  std::vector<BuildResult> build(const std::vector<Candidate>& batch) override {
+    std::vector<BuildResult> out = inner_->build(batch);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].ok || injected_.size() == 2) continue;
+      const std::string what = injected_.empty() ? "fk_test_hang_" : "fk_test_abort_";
+      out[i].artifact.entry = what + out[i].artifact.entry;
+      injected_[batch[i].config.to_string()] = what;
+    }
+    return out;
+  }
+  std::map<std::string, std::string> injected_;  // params -> how
+
+ private:
+  std::unique_ptr<Builder> inner_;
+};
+
+TEST(Tuner, AHangingAndAFaultingKernelAreRecordedAndTheTuneGoesOn) {
+  const FusionCandidate& cand = find_pattern("relu_add");
+  const ArchLimits& arch = require_arch("sm_90");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("fusekit_worker_tune_" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  {
+    auto db = open_sqlite_db(path);
+    auto wl = make_candidate_workload(cand, DType::kF32);
+    InjectingBuilder builder(make_kernel_builder(cand, DType::kF32, arch));
+    TuneTask task;
+    task.workload = wl.get();
+    task.builder = &builder;
+    task.pattern = cand.name;
+    task.pipeline_text = canonical_pipeline_text(cand, DType::kF32);
+    task.pipeline_hash = pipeline_hash(task.pipeline_text);
+    task.domains = {{65536}};
+    task.verify_domain = cand.odd_domain();
+    task.kind = cand.template_kind();
+    auto measurer = make_worker_measurer(fake_worker());
+    TunerOptions opt;
+    opt.backends = {Backend::kNvrtc};
+    opt.budget = 5;
+    opt.hint_twins = 0;
+    opt.measure.launch_deadline_s = 0.5;
+    opt.measure.min_samples = 3;
+    const TuneSummary s = tune(task, *measurer, *db, arch, opt);
+    EXPECT_EQ(s.failed, 2u);
+    EXPECT_EQ(s.measured, 3u);
+    ASSERT_EQ(builder.injected_.size(), 2u);
+    std::map<std::string, RecordStatus> by_params;
+    for (const auto& r : db->all()) by_params[r.params] = r.status;
+    EXPECT_EQ(by_params.size(), 5u);
+    for (const auto& [params, how] : builder.injected_)
+      EXPECT_EQ(by_params[params], how == "fk_test_hang_" ? RecordStatus::kTimeout : RecordStatus::kFault) << params;
+    for (const auto& [params, status] : by_params)
+      if (!builder.injected_.count(params)) EXPECT_EQ(status, RecordStatus::kOk) << params;
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace fusekit
