@@ -276,6 +276,8 @@ class Rewriter:
         return ("node", self.original.get(node, node.name))
 
     def _check_shapes(self, entry, vals, shape):
+        if entry.layout in ("nd", "ndrows"):
+            raise Fallback(f"the {entry.layout} layout (general broadcasting) has no PyTorch launch path yet")
         for name, v in vals.items():
             mask = _axes_mask(entry, name)
             if mask == 0:

@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# bcast: general numpy broadcasting (the nd and ndrows layouts) on the GPU.
+# Tunes three broadcast expressions at model shapes with both backends (every
+# candidate verified against the CPU reference on an odd shape by the tuner),
+# verifies the winners again, then under memcheck -> tune_<name>.txt,
+# verify_<name>.txt, memcheck_<name>.txt, records.jsonl. BUDGET (8),
+# TUNE_TIMEOUT (60 s per expression). About 2 minutes.
+need_bins fusekit
+db=/tmp/fusekit-bcast.db
+rm -f "$db"
+# name|expression|sizes (outermost first)
+exprs=(
+  "bert_mask_softmax|s = x * 0.125 + m[d0,d3]; out = exp(s - max(s, col)) / sum(exp(s - max(s, col)), col)|8x12x128x128,2x12x512x512"
+  "pos_table_add|out = x + pos[d0,d1] + b[d0]|8x128x768,4x512x768"
+  "head_scale_rmsnorm|y = x * h[d2]; out = y * rsqrt(mean(y * y, col) + 1e-6) * w[d0]|8x32x128x64"
+)
+for spec in "${exprs[@]}"; do
+  IFS='|' read -r name expr sizes <<<"$spec"
+  step "tune $name ($expr) at $sizes"
+  timeout "${TUNE_TIMEOUT:-60}" "$bin/fusekit" tune --arch sm_90 --expr "$expr" --name "$name" --sizes "$sizes" \
+    --dtype f32,bf16 --backend nvrtc,halide --budget "${BUDGET:-8}" --specialize 0 --db "$db" \
+    >"$out/tune_$name.txt" 2>&1
+  note "tune $name" $?
+  tail -n 2 "$out/tune_$name.txt" >>"$log"
+  step "verify $name's winners"
+  timeout 60 "$bin/fusekit" verify --arch sm_90 --expr "$expr" --name "$name" --dtype f32,bf16 --db "$db" \
+    >"$out/verify_$name.txt" 2>&1
+  note "verify $name" $?
+  step "memcheck $name's winners"
+  timeout 90 "${memcheck[@]}" "$bin/fusekit" verify --arch sm_90 --expr "$expr" --name "$name" --dtype f32 \
+    --db "$db" >"$out/memcheck_$name.txt" 2>&1
+  note "memcheck $name" $?
+  grep "ERROR SUMMARY" "$out/memcheck_$name.txt" | tee -a "$log"
+done
+"$bin/fusekit" db export --db "$db" "$out/records.jsonl" >>"$log" 2>&1
+note export $?
+finish
