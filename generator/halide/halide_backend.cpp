@@ -189,16 +189,6 @@ Target cuda_target(const ArchLimits& arch) {
 
 std::string halide_version() { return "14.0.0"; }
 
-namespace {
-// The (col, row) the row template schedules: ndrows fuses its outer axes
-// (d1, d2, d3) into one row loop, so a block takes one (d1, d2, d3) point.
-std::vector<Var> row_vars(const FusionCandidate& cand, Pipeline& p) {
-  if (cand.layout != Layout::kNdRows) return p.vars;
-  Var r12("fk_row12"), row("fk_row");
-  p.output.fuse(p.vars[1], p.vars[2], r12).fuse(r12, p.vars[3], row);
-  return {p.vars[0], row};
-}
-}  // namespace
 
 KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, const Config& config,
                                    const ArchLimits& arch, const std::string& entry_hint) {
@@ -213,8 +203,8 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   if (cand.reduces()) {
     std::vector<std::pair<Func, RDom>> reductions;
     for (const auto& r : p.reductions) reductions.push_back({r.total, r.rdom});
-    RowReductionTemplate::apply_halide(p.output, row_vars(cand, p), reductions, p.inputs,
-                                       static_cast<int>(dtype_bytes(dtype)), arch.max_shared_per_block, config);
+    RowReductionTemplate::apply_halide(p.output, p.vars, reductions, p.inputs, static_cast<int>(dtype_bytes(dtype)),
+                                       arch.max_shared_per_block, config);
   } else {
     PointwiseTemplate::apply_halide(p.output, p.vars, config);
   }
