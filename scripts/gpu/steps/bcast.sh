@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 # bcast: general numpy broadcasting (the nd and ndrows layouts) on the GPU.
-# Tunes three broadcast expressions at model shapes with both backends (every
-# candidate verified against the CPU reference on an odd shape by the tuner),
-# verifies the winners again, then under memcheck -> tune_<name>.txt,
-# verify_<name>.txt, memcheck_<name>.txt, records.jsonl. BUDGET (8),
-# TUNE_TIMEOUT (60 s per expression). About 2 minutes.
+# Tunes three broadcast expressions at model shapes with both backends (the
+# tuner verifies every candidate against the CPU reference on an odd shape),
+# packages each one's winners and verifies the package through its C API
+# (cubins), then under memcheck -> tune_<name>.txt, verify_<name>.txt,
+# memcheck_<name>.txt, records.jsonl. BUDGET (6), TUNE_TIMEOUT (60 s per
+# expression). About 2-3 minutes.
 need_bins fusekit
 db=/tmp/fusekit-bcast.db
 rm -f "$db"
@@ -18,19 +19,22 @@ for spec in "${exprs[@]}"; do
   IFS='|' read -r name expr sizes <<<"$spec"
   step "tune $name ($expr) at $sizes"
   timeout "${TUNE_TIMEOUT:-60}" "$bin/fusekit" tune --arch sm_90 --expr "$expr" --name "$name" --sizes "$sizes" \
-    --dtype f32,bf16 --backend nvrtc,halide --budget "${BUDGET:-8}" --specialize 0 --db "$db" \
+    --dtype f32,bf16 --backend nvrtc,halide --budget "${BUDGET:-6}" --specialize 0 --db "$db" \
     >"$out/tune_$name.txt" 2>&1
   note "tune $name" $?
-  tail -n 2 "$out/tune_$name.txt" >>"$log"
-  step "verify $name's winners"
-  timeout 60 "$bin/fusekit" verify --arch sm_90 --expr "$expr" --name "$name" --dtype f32,bf16 --db "$db" \
-    >"$out/verify_$name.txt" 2>&1
+  tail -n 1 "$out/tune_$name.txt" | tee -a "$log"
+  step "package $name and verify it, then under memcheck"
+  dir=/tmp/fusekit-bcast-$name
+  rm -rf "$dir"
+  "$bin/fusekit" build --arch sm_90 --expr "$expr" --name "$name" --db "$db" --out "$dir" \
+    --runtime-lib .device/lib/libfusekit_runtime.a --runtime-include runtime/include \
+    --cuda-include /usr/local/cuda/include >>"$log" 2>&1
+  note "build $name" $?
+  package_verify "$dir" "verify $name" 60 17000000 >"$out/verify_$name.txt" 2>&1
   note "verify $name" $?
-  step "memcheck $name's winners"
-  timeout 90 "${memcheck[@]}" "$bin/fusekit" verify --arch sm_90 --expr "$expr" --name "$name" --dtype f32 \
-    --db "$db" >"$out/memcheck_$name.txt" 2>&1
+  package_verify "$dir" "memcheck $name" 90 1100000 "${memcheck[@]}" >"$out/memcheck_$name.txt" 2>&1
   note "memcheck $name" $?
-  grep "ERROR SUMMARY" "$out/memcheck_$name.txt" | tee -a "$log"
+  grep "ERROR SUMMARY\|checks" "$out/verify_$name.txt" "$out/memcheck_$name.txt" | tee -a "$log"
 done
 "$bin/fusekit" db export --db "$db" "$out/records.jsonl" >>"$log" 2>&1
 note export $?
