@@ -246,7 +246,6 @@ class Lowerer {
   std::map<std::string, Form> form_;
   std::map<std::string, std::vector<bool>> varying_;  // per input: the space's axes it varies along
   std::map<std::string, std::string> nd_axes_;        // nd layouts: each broadcast input's "[d0,d3]"
-
   std::map<std::string, LoweredValue> memo_;
 };
 

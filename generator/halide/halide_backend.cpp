@@ -189,7 +189,6 @@ Target cuda_target(const ArchLimits& arch) {
 
 std::string halide_version() { return "14.0.0"; }
 
-
 KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, const Config& config,
                                    const ArchLimits& arch, const std::string& entry_hint) {
   Pipeline p = instantiate(cand, dtype, /*f64_reductions=*/false, /*storage_bits=*/true);
