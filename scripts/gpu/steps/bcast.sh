@@ -4,7 +4,7 @@
 # tuner verifies every candidate against the CPU reference on an odd shape),
 # packages each one's winners and verifies the package through its C API
 # (cubins), then under memcheck -> tune_<name>.txt, verify_<name>.txt,
-# memcheck_<name>.txt, records.jsonl. BUDGET (6), TUNE_TIMEOUT (60 s per
+# memcheck_<name>.txt, records.jsonl. BUDGET (4), TUNE_TIMEOUT (60 s per
 # expression). About 2-3 minutes.
 need_bins fusekit
 db=/tmp/fusekit-bcast.db
@@ -19,7 +19,7 @@ for spec in "${exprs[@]}"; do
   IFS='|' read -r name expr sizes <<<"$spec"
   step "tune $name ($expr) at $sizes"
   timeout "${TUNE_TIMEOUT:-60}" "$bin/fusekit" tune --arch sm_90 --expr "$expr" --name "$name" --sizes "$sizes" \
-    --dtype f32,bf16 --backend nvrtc,halide --budget "${BUDGET:-6}" --specialize 0 --db "$db" \
+    --dtype f32,bf16 --backend nvrtc,halide --budget "${BUDGET:-4}" --specialize 0 --db "$db" \
     >"$out/tune_$name.txt" 2>&1
   note "tune $name" $?
   tail -n 1 "$out/tune_$name.txt" | tee -a "$log"
