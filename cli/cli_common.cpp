@@ -59,6 +59,7 @@ std::vector<SizeSpec> parse_sizes(const std::vector<std::string>& items) {
 
 std::vector<int64_t> domain_for(const FusionCandidate& cand, const SizeSpec& size) {
   if (size.size() == 1) return cand.domain_for_elements(size[0]);
+  if (cand.layout == Layout::kNd || cand.layout == Layout::kNdRows) return cand.domain_for_shape(size);
   const auto& axes = layout_axes(cand.layout);
   if (size.size() != axes.size()) {
     std::string names;

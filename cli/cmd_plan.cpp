@@ -51,6 +51,7 @@ FusionCandidate plan_candidate(const graph::PlanEntry& entry) {
 std::vector<int64_t> plan_domain(const FusionCandidate& c, const std::string& size) {
   auto dims = parse_shape_text(size);
   if (!dims) throw UserError("malformed size '" + size + "' for " + c.name);
+  if (c.layout == Layout::kNd || c.layout == Layout::kNdRows) return c.domain_for_shape(*dims);
   if (dims->size() == 1) return c.domain_for_elements(dims->front());
   if (dims->size() != layout_axes(c.layout).size())
     throw UserError("size '" + size + "' does not fit " + c.name + " (" + layout_name(c.layout) + ")");

@@ -130,7 +130,12 @@ std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, in
   };
   const int64_t target = odd_in(k);
   std::vector<int64_t> d = cand.odd_domain();
-  if (row_k >= 0 && d.size() == 2) {
+  if (row_k >= 0 && cand.reduces()) {
+    // ndrows: the rows along d1, the other outer axes of extent 1.
+    auto pad = [&](std::vector<int64_t> v) {
+      v.resize(d.size(), 1);
+      return v;
+    };
     // Odd rows and odd columns with the count in (2^(k-1), 2^k]: the fewest
     // odd rows for which an odd row length fits both buckets (none may exist
     // for tiny buckets: then the nearest odd shape).
@@ -139,9 +144,9 @@ std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, in
     for (int64_t rows = 1; rows <= hi_n / lo_cols; rows += 2) {
       const int64_t hi = std::min(hi_cols, hi_n / rows), lo = std::max(lo_cols, lo_n / rows);
       const int64_t cols = odd_at_most(std::max<int64_t>(1, hi - hi / 8 > lo ? hi - hi / 8 : hi));
-      if (cols > lo && cols <= hi) return {cols, rows};
+      if (cols > lo && cols <= hi) return pad({cols, rows});
     }
-    return {odd_in(row_k), odd_at_most(std::max<int64_t>(1, target / odd_in(row_k)))};
+    return pad({odd_in(row_k), odd_at_most(std::max<int64_t>(1, target / odd_in(row_k)))});
   }
   const size_t r = d.size();
   d[r - 1] = odd_at_most(target / product(d, 0, r - 1));

@@ -74,6 +74,7 @@ std::string size_text(const std::string& layout, const std::vector<int64_t>& s) 
   for (int64_t v : s) all *= v;
   if (layout == "flat") return std::to_string(all);
   if (layout == "nchw") return shape_text({s[0], s[1], s[2] * s[3]});
+  if (layout == "nd" || layout == "ndrows") return shape_text(s);  // up to four dims, as they are
   const int64_t cols = s.empty() ? 1 : s.back();
   return shape_text({all / cols, cols});
 }
@@ -294,7 +295,8 @@ Plan plan_from_json(const nlohmann::ordered_json& j, const std::string& file) {
     for (const auto& s : je["sizes"]) {
       if (!s.is_string()) throw bad(where + ": sizes are strings such as \"4096x768\"");
       auto dims = parse_shape_text(s.get<std::string>());
-      if (!dims || (dims->size() != 1 && dims->size() != rank))
+      const bool nd = c.layout == Layout::kNd || c.layout == Layout::kNdRows;
+      if (!dims || (dims->size() != 1 && dims->size() != rank && !(nd && dims->size() < rank)))
         throw bad(where + ": malformed size '" + s.dump() + "' for a " + e.layout + " op (e.g. \"4096x768\")");
       e.sizes.push_back(s);
     }

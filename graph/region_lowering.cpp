@@ -3,6 +3,7 @@
 // order of first appearance (the parser's order), then a parse to check.
 #include "graph/region_lowering.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -16,8 +17,11 @@ namespace {
 constexpr size_t kMaxExprChars = 60000;
 constexpr char kOpen = '\x01', kClose = '\x02';  // input placeholders until names are given
 
-// How an outside tensor is indexed over the space.
-enum class Form { kScalar, kFull, kCol, kRow, kC, kN, kHw };
+// How an outside tensor is indexed over the space. kNd: by the axes in
+// `nd_axes_` (any numpy broadcast), which puts the region in the nd layouts.
+enum class Form { kScalar, kFull, kCol, kRow, kC, kN, kHw, kNd };
+
+constexpr size_t kMaxNdRank = 4;  // the nd layouts' axes d0..d3
 
 const char* suffix(Form f) {
   switch (f) {
@@ -139,15 +143,47 @@ class Lowerer {
         continue;
       }
       auto v = varying_axes(*x->shape, r_.space);
-      std::optional<Form> f = v ? form_of(*v, r_.space) : std::nullopt;
-      if (!f)
-        throw Unsupported("input " + t + " of shape " + shape_string(*x->shape) + " broadcasts over " +
-                          shape_string(r_.space) + " in a way x[col]/x[row]/x[c] cannot index (general broadcasting)");
-      form_[t] = *f;
+      if (!v)
+        throw Unsupported("input " + t + " of shape " + shape_string(*x->shape) + " does not broadcast to " +
+                          shape_string(r_.space) + " (numpy broadcasting: each dim equal or 1, aligned on the right)");
+      varying_[t] = *v;
+      std::optional<Form> f = form_of(*v, r_.space);
+      if (!f && std::none_of(v->begin(), v->end(), [](bool b) { return b; }))
+        throw Unsupported("input " + t + " of shape " + shape_string(*x->shape) +
+                          " is one value that is not a constant (kernels take single values as folded constants only)");
+      form_[t] = f ? *f : Form::kNd;
+    }
+    bool general = false;
+    for (const auto& [t, f] : form_) general |= f == Form::kNd;
+    if (!general) return;
+    // Some input needs the nd layout: every input is then indexed by d-axes.
+    if (r_.space.size() > kMaxNdRank)
+      throw Unsupported("a general broadcast over the " + std::to_string(r_.space.size()) + "-D space " +
+                        shape_string(r_.space) + " (the nd layouts have at most " + std::to_string(kMaxNdRank) + " axes)");
+    for (auto& [t, f] : form_) {
+      if (f == Form::kScalar || f == Form::kFull) continue;
+      std::vector<bool> v = per_channel.count(t) ? channel_axes() : varying_[t];
+      std::string axes;
+      const size_t r = r_.space.size();
+      for (size_t k = 0; k < r; ++k)  // d0 is the last axis: innermost first
+        if (v[r - 1 - k]) axes += (axes.empty() ? "" : ",") + ("d" + std::to_string(k));
+      if (axes.empty())
+        throw Unsupported("input " + t + " of shape " + shape_string(*g_.tensor(t)->shape) +
+                          " is one value that is not a constant (kernels take single values as folded constants only)");
+      nd_axes_[t] = "[" + axes + "]";
+      f = Form::kNd;
     }
   }
 
+  // BatchNormalization's statistics vary along axis 1 of the space.
+  std::vector<bool> channel_axes() const {
+    std::vector<bool> v(r_.space.size(), false);
+    v.at(1) = true;
+    return v;
+  }
+
   std::string layout() const {
+    if (!nd_axes_.empty()) return r_.reduces ? "ndrows" : "nd";
     bool rowcol = false, nchw = false;
     for (const auto& [t, f] : form_) {
       rowcol |= f == Form::kCol || f == Form::kRow;
@@ -170,6 +206,7 @@ class Lowerer {
       const Tensor* x = g_.tensor(t);
       if (form_.at(t) == Form::kScalar) v = LoweredValue::value(number_text(x->values[0]));
       else if (x->dtype == ElemType::kBool) throw Unsupported("boolean input " + t + " (kernels read float tensors)");
+      else if (form_.at(t) == Form::kNd) v = LoweredValue::value(std::string(1, kOpen) + t + kClose + nd_axes_.at(t));
       else v = LoweredValue::value(std::string(1, kOpen) + t + kClose + suffix(form_.at(t)));
     } else {
       const Node& n = g_.nodes[p->second];
@@ -207,6 +244,8 @@ class Lowerer {
   const Region& r_;
   std::map<std::string, size_t> producer_;
   std::map<std::string, Form> form_;
+  std::map<std::string, std::vector<bool>> varying_;  // per input: the space's axes it varies along
+  std::map<std::string, std::string> nd_axes_;        // nd layouts: each broadcast input's "[d0,d3]"
   std::map<std::string, LoweredValue> memo_;
 };
 

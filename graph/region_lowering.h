@@ -7,7 +7,11 @@
 // whose inputs broadcast per column or per row is `rowcol`, one with
 // per-channel inputs of a 4-D space is `nchw`, the rest `flat`. Each input
 // is full-shape, x[col], x[row], x[c], x[n] or x[hw] by how its shape
-// broadcasts to the space; any other broadcast is reported, not guessed.
+// broadcasts to the space. Any other numpy broadcast over a space of up to
+// four dims (a [B,1,1,S] mask over [B,H,S,S], a [1,S,D] table over [B,S,D])
+// puts the region in `nd` (`ndrows` with a reduction) and indexes every
+// input by the d-axes it varies along (x[d0,d3]); a shape that does not
+// broadcast, or a general broadcast over more than four dims, is reported.
 #pragma once
 
 #include <string>
@@ -23,7 +27,7 @@ struct LoweredRegion {
   bool supported = false;
   std::string reason;                                      // when not supported
   std::string expr;                                        // the program text
-  std::string layout;                                      // flat rowcol nchw rows
+  std::string layout;                                      // flat rowcol nchw rows nd ndrows
   ElemType dtype = ElemType::kF32;                         // storage dtype
   std::vector<std::pair<std::string, std::string>> inputs;   // expr name -> graph tensor, parser order
   std::vector<std::pair<std::string, std::string>> outputs;  // expr name -> graph tensor, statement order

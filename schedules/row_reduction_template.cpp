@@ -358,7 +358,10 @@ void RowReductionTemplate::apply_halide(Halide::Func output, const std::vector<H
     if (vec > 1) f.vectorize(v);
     return std::make_pair(t, l);
   };
-  output.gpu_blocks(row);
+  // ndrows (col, d1, d2, d3): a block per (d1, d2, d3) point, so that every
+  // Func computed at the row's block is one point of all three.
+  if (vars.size() == 4) output.gpu_blocks(vars[1], vars[2], vars[3]);
+  else output.gpu_blocks(row);
   const auto [thread, lane_loop] = stride_row(output, col, row, "fk_c");
   // A row compiled for its length whose full inputs fit: each staged in
   // shared memory at the row's block, loaded once as the output stores

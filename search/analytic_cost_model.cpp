@@ -82,7 +82,8 @@ class AnalyticCostModel final : public CostModel {
   // or (lanes=1) by the lanes of a warp.
   double predict_row_reduction(const Problem& problem, double bytes, size_t bytes_per_element, const Config& c) const {
     const double cols = static_cast<double>(problem.domain.at(0));
-    const double rows = problem.domain.size() > 1 ? static_cast<double>(problem.domain[1]) : 1.0;
+    double rows = 1.0;  // every outer axis (ndrows has three)
+    for (size_t k = 1; k < problem.domain.size(); ++k) rows *= static_cast<double>(problem.domain[k]);
     const bool halide = !c.values().count("cache");
     const double threads = static_cast<double>(c.get("threads")), per_block = static_cast<double>(c.get_or("rows", 1));
     const double vec = static_cast<double>(c.get_or("vec", 1)), cache = static_cast<double>(c.get_or("cache", 0));

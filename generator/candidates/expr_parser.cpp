@@ -167,7 +167,7 @@ class Parser {
       fail(reduce_at_.line, reduce_at_.col, "a reduction along col needs the col/row layout, not NCHW");
     FusionCandidate c;
     c.description = src;
-    c.layout = reduces_ ? Layout::kRows : layout_;
+    c.layout = !reduces_ ? layout_ : layout_ == Layout::kNd ? Layout::kNdRows : Layout::kRows;
     for (const auto& in : inputs_) c.inputs.push_back(in);
     for (const auto& p : params_) c.params.push_back(p);
     std::vector<NodePtr> roots;
@@ -301,18 +301,25 @@ class Parser {
   }
 
   int axis_index(const Token& t) {
-    static const std::vector<std::string> rowcol = layout_axes(Layout::kRowCol), nchw = layout_axes(Layout::kNchw);
-    for (auto [layout, axes] : {std::pair{Layout::kRowCol, &rowcol}, std::pair{Layout::kNchw, &nchw}}) {
+    static const std::vector<std::string> rowcol = layout_axes(Layout::kRowCol), nchw = layout_axes(Layout::kNchw),
+                                          nd = layout_axes(Layout::kNd);
+    for (auto [layout, axes] :
+         {std::pair{Layout::kRowCol, &rowcol}, std::pair{Layout::kNchw, &nchw}, std::pair{Layout::kNd, &nd}}) {
       for (size_t k = 0; k < axes->size(); ++k) {
         if ((*axes)[k] != t.text) continue;
         if (layout_ != Layout::kFlat && layout_ != layout)
           fail(t.line, t.col, "axis '" + t.text + "' mixes the " + layout_name(layout) + " and " +
-                                  layout_name(layout_) + " layouts; use col/row or n/c/hw, not both");
+                                  layout_name(layout_) + " layouts; use " +
+                                  (layout == Layout::kNd || layout_ == Layout::kNd ? "one of col/row, n/c/hw and d0..d3"
+                                                                                    : "col/row or n/c/hw, not both"));
         layout_ = layout;
         return static_cast<int>(k);
       }
     }
-    fail(t.line, t.col, "unknown axis '" + t.text + "'; axes are col, row (2-D) or n, c, hw (NCHW)");
+    if (t.text.size() == 2 && t.text[0] == 'd' && std::isdigit(static_cast<unsigned char>(t.text[1])))
+      fail(t.line, t.col, "axis '" + t.text + "' is out of range; nd expressions have at most four axes, d0 (the last) to d3");
+    fail(t.line, t.col, "unknown axis '" + t.text + "'; axes are col, row (2-D) or n, c, hw (NCHW)" +
+                            std::string(" or d0..d3 (up to 4-D, d0 the last axis)"));
   }
 
   // sum(e, col), mean(e, col), max(e, col): a reduction along each row; the
@@ -322,7 +329,8 @@ class Parser {
     if (t.text != "sum" && t.text != "mean" && t.text != "max") return nullptr;
     const size_t start = pos_;
     NodePtr value = expr();
-    if (!accept_op(",") || peek().kind != Tok::kName || (peek().text != "col" && peek().text != "row") ||
+    if (!accept_op(",") || peek().kind != Tok::kName ||
+        (peek().text != "col" && peek().text != "row" && peek().text != "d0") ||
         toks_[pos_ + 1].kind != Tok::kOp || toks_[pos_ + 1].text != ")") {
       pos_ = start;  // an ordinary call: parse its arguments again
       if (t.text == "max") return nullptr;
@@ -330,8 +338,9 @@ class Parser {
     }
     const Token axis = next();
     next();  // ')'
-    if (axis.text != "col")
+    if (axis.text != "col" && axis.text != "d0")
       fail(axis.line, axis.col, "reductions run along each row's last axis: write " + t.text + "(e, col)");
+    if (axis.text == "d0") axis_index(axis);  // an nd reduction: the row is (d1, d2, d3)
     if (layout_ == Layout::kNchw)
       fail(t.line, t.col, "a reduction along col needs the col/row layout, not NCHW");
     require_value(value);
@@ -409,7 +418,8 @@ class Parser {
       expect_op("]", "to close the index");
       for (size_t k = 1; k < axes.size(); ++k)
         if (axes[k] < axes[k - 1])
-          fail(t.line, t.col, "list the axes of '" + t.text + "' innermost first (col before row; hw before c before n)");
+          fail(t.line, t.col, "list the axes of '" + t.text + "' innermost first (col before row; hw before c before n" +
+                                  std::string(layout_ == Layout::kNd ? "; d0 before d1 before d2 before d3)" : ")"));
       return input_ref(t, std::move(axes));
     }
     for (const auto& c : kCalls)

@@ -11,9 +11,14 @@
 //   calls     := exp log tanh sigmoid relu gelu gelu_tanh silu sqrt rsqrt abs (one argument),
 //                min max (two), pow(e, NUMBER), where(cond, a, b)
 //   AXIS      := col row (a [rows, cols] domain) | n c hw (NCHW, H*W flattened)
+//              | d0 d1 d2 d3 (up to 4-D, numpy order reversed: d0 is the last axis)
+//   sum|mean|max(e, col) reduce along the last axis; in a d0..d3 expression
+//   also written (e, d0), and a row is then one (d1, d2, d3) point.
 //
 // A bare NAME is a full-shape input unless it is a param or an earlier
-// output; NAME[axes] is an input broadcast along the other axes. Errors are
+// output; NAME[axes] is an input broadcast along the other axes: with d0..d3
+// that is any numpy broadcast of up to four dims (a [B,1,1,S] mask over
+// [B,H,S,S] scores is mask[d0,d3], a [1,S,D] table over [B,S,D] is pos[d0,d1]). Errors are
 // UserErrors of the form "expression:LINE:COL: message".
 //
 // Limits (each refusal names it): the generated kernel, the Halide

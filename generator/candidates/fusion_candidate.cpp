@@ -17,6 +17,8 @@ const char* layout_name(Layout layout) {
     case Layout::kRowCol: return "rowcol";
     case Layout::kNchw: return "nchw";
     case Layout::kRows: return "rows";
+    case Layout::kNd: return "nd";
+    case Layout::kNdRows: return "ndrows";
   }
   return "?";
 }
@@ -31,12 +33,15 @@ const char* reduction_name(Reduction kind) {
 }
 
 const std::vector<std::string>& layout_axes(Layout layout) {
-  static const std::vector<std::string> flat = {"i"}, rowcol = {"col", "row"}, nchw = {"hw", "c", "n"};
+  static const std::vector<std::string> flat = {"i"}, rowcol = {"col", "row"}, nchw = {"hw", "c", "n"},
+                                        nd = {"d0", "d1", "d2", "d3"};
   switch (layout) {
     case Layout::kFlat: return flat;
     case Layout::kRowCol: return rowcol;
     case Layout::kNchw: return nchw;
     case Layout::kRows: return rowcol;
+    case Layout::kNd:
+    case Layout::kNdRows: return nd;
   }
   return flat;
 }
@@ -51,6 +56,9 @@ std::vector<int64_t> FusionCandidate::domain_for_elements(int64_t n) const {
     case Layout::kRowCol:
     case Layout::kRows: return n < 1024 ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1024, (n + 1023) / 1024};
     case Layout::kNchw: return n < 64 ? std::vector<int64_t>{n, 1, 1} : std::vector<int64_t>{(n + 63) / 64, 64, 1};
+    case Layout::kNd:
+    case Layout::kNdRows:
+      return n < 1024 ? std::vector<int64_t>{n, 1, 1, 1} : std::vector<int64_t>{1024, (n + 1023) / 1024, 1, 1};
   }
   return {n};
 }
@@ -61,8 +69,26 @@ std::vector<int64_t> FusionCandidate::odd_domain() const {
     case Layout::kRowCol:
     case Layout::kRows: return {1001, 97};
     case Layout::kNchw: return {333, 7, 3};
+    case Layout::kNd: return {101, 7, 5, 3};
+    case Layout::kNdRows: return {1001, 7, 5, 3};
   }
   return {100003};
+}
+
+std::vector<int64_t> FusionCandidate::domain_for_shape(const std::vector<int64_t>& outer_first) const {
+  const auto& axes = layout_axes(layout);
+  const bool nd = layout == Layout::kNd || layout == Layout::kNdRows;
+  if (outer_first.empty() || outer_first.size() > axes.size() || (!nd && outer_first.size() != axes.size())) {
+    std::string names;
+    for (size_t i = axes.size(); i-- > 0;) names += axes[i] + (i ? " x " : "");
+    std::string shape;
+    for (int64_t d : outer_first) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    throw UserError("shape '" + shape + "' has " + std::to_string(outer_first.size()) + " dims; " + name + " (" +
+                    layout_name(layout) + ") takes " + (nd ? "up to " : "") + names + " or an element count");
+  }
+  std::vector<int64_t> d(outer_first.rbegin(), outer_first.rend());
+  d.resize(axes.size(), 1);
+  return d;
 }
 
 std::vector<int64_t> FusionCandidate::input_dims(size_t i, const std::vector<int64_t>& domain) const {
@@ -109,25 +135,29 @@ class Context final : public AlgorithmContext {
     throw InternalError("candidate " + c_.name + " has no parameter '" + name + "'");
   }
   Halide::Expr reduce(Reduction kind, const Halide::Expr& value) const override {
-    if (c_.layout != Layout::kRows)
+    if (!c_.reduces())
       throw UserError(std::string("a ") + reduction_name(kind) + " over a row needs the rows layout (" + c_.name +
                       " is " + layout_name(c_.layout) + ")");
     if (!p_.row_length.defined()) throw UserError(c_.name + ": a row reduction needs a full-shape input");
-    const Halide::Var col = p_.vars[0], row = p_.vars[1];
+    // A row is one point of the outer axes: {row}, or {d1, d2, d3} in ndrows.
+    const std::vector<Halide::Var> row(p_.vars.begin() + 1, p_.vars.end());
+    std::vector<Halide::Expr> row_args(row.begin(), row.end());
     // The same reduction written twice (a user's `max(x, col)` in both the
     // numerator and the denominator) is reduced once.
     for (const RowReduction& r : p_.reductions)
-      if (r.kind == kind && Halide::Internal::graph_equal(r.body.value(), value)) return r.func(row);
+      if (r.kind == kind && Halide::Internal::graph_equal(r.body.value(), value)) return r.func(row_args);
     const std::string k = std::to_string(p_.reductions.size());
     RowReduction red;
     red.kind = kind;
     red.body = Halide::Func("fk_rb" + k);
-    red.body(col, row) = value;
+    red.body(p_.vars) = value;
     red.total = Halide::Func("fk_rt" + k);
     Halide::RDom r(0, p_.row_length, "fk_r" + k);
     red.rdom = r;
     const Halide::Type acc = f64_ ? Halide::Float(64) : Halide::Float(32);
-    Halide::Expr v = Halide::cast(acc, red.body(r.x, row));
+    std::vector<Halide::Expr> at_r = {r.x};
+    at_r.insert(at_r.end(), row_args.begin(), row_args.end());
+    Halide::Expr v = Halide::cast(acc, red.body(at_r));
     if (kind == Reduction::kMax) {
       red.total(row) = acc.min();  // -inf for floats
       red.total(row) = Halide::max(red.total(row), v);
@@ -140,7 +170,7 @@ class Context final : public AlgorithmContext {
     if (kind == Reduction::kMean) t = t / Halide::cast(acc, p_.row_length);
     red.func(row) = f64_ ? t : Halide::cast<float>(t);
     p_.reductions.push_back(red);
-    return red.func(row);
+    return red.func(row_args);
   }
   bool f64_ = false;
 

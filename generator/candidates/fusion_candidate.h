@@ -9,6 +9,11 @@
 //   nchw    hw, c, n          NCHW with H*W flattened; s[c] per channel
 //   rows    col, row          a [rows, cols] tensor whose algorithm reduces
 //                             along each row (softmax, layernorm, ...)
+//   nd      d0, d1, d2, d3    a tensor of up to four dims (d0 the last,
+//                             contiguous one); an input indexed by any subset
+//                             of them broadcasts numpy-style along the rest
+//   ndrows  d0, d1, d2, d3    nd whose algorithm reduces along d0; a row is
+//                             one (d1, d2, d3) point
 // An input is either full-shape or indexed by a subset of the axes.
 #pragma once
 
@@ -24,16 +29,19 @@
 
 namespace fusekit {
 
-enum class Layout { kFlat, kRowCol, kNchw, kRows };
+enum class Layout { kFlat, kRowCol, kNchw, kRows, kNd, kNdRows };
 const char* layout_name(Layout layout);
 // Axis names innermost first: {"i"}, {"col", "row"}, {"hw", "c", "n"},
-// {"col", "row"}.
+// {"col", "row"}, {"d0", "d1", "d2", "d3"} (nd and ndrows).
 const std::vector<std::string>& layout_axes(Layout layout);
 
 struct InputSpec {
   std::string name;
   std::vector<int> axes;  // domain axes indexing it, innermost first; empty = full shape
   bool full() const { return axes.empty(); }
+  // A row reduction reads it row by row like a full input: full-shape, or
+  // (ndrows) indexed by d0 and an outer axis, each row at its own offset.
+  bool reads_rows() const { return full() || (axes.size() > 1 && axes.front() == 0); }
 };
 
 struct ParamSpec {
@@ -69,13 +77,14 @@ struct FusionCandidate {
   std::vector<std::string> outputs;
   AlgorithmFn algorithm;
 
-  bool reduces() const { return layout == Layout::kRows; }
+  bool reduces() const { return layout == Layout::kRows || layout == Layout::kNdRows; }
   // The schedule template its kernels follow.
   TemplateKind template_kind() const { return reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise; }
-  // Inputs of the whole domain (a row reduction's register cache holds these).
+  // Inputs of the whole domain (a row reduction's register cache holds these,
+  // and the rows of an ndrows input indexed by d0 and an outer axis).
   int full_inputs() const {
     int n = 0;
-    for (const auto& in : inputs) n += in.full();
+    for (const auto& in : inputs) n += layout == Layout::kNdRows ? in.reads_rows() : in.full();
     return n;
   }
   // The iteration domain (innermost first) for a requested element count:
@@ -84,6 +93,10 @@ struct FusionCandidate {
   std::vector<int64_t> domain_for_elements(int64_t n) const;
   // An odd-sized domain: no extent is a multiple of 2, 4 or 8.
   std::vector<int64_t> odd_domain() const;
+  // The domain of a shape given outermost first (a --sizes AxBxC or a plan
+  // shape): reversed; nd layouts take up to four dims, padded with outer 1s.
+  // UserError naming the layout's axes when the rank does not fit.
+  std::vector<int64_t> domain_for_shape(const std::vector<int64_t>& outer_first) const;
   // Dims of input `i` for a domain.
   std::vector<int64_t> input_dims(size_t i, const std::vector<int64_t>& domain) const;
 };
@@ -92,7 +105,8 @@ struct FusionCandidate {
 // Halide objects, since schedules mutate Funcs.
 // One row reduction of a pipeline: out(row) = reduce over col of body(col, row).
 // Later reductions and the outputs call `func`; `body`'s value may call
-// earlier reductions' funcs.
+// earlier reductions' funcs. In ndrows `row` is the three outer vars
+// (d1, d2, d3) and `col` is d0.
 struct RowReduction {
   Reduction kind = Reduction::kSum;
   Halide::Func body;   // (col, row), f32
@@ -110,7 +124,7 @@ struct Pipeline {
   std::vector<Halide::Expr> stored;      // per output: cast(storage, f32 math)
   Halide::Func output;                   // one Func; a Tuple when several outputs
   std::vector<RowReduction> reductions;  // in the order the algorithm made them
-  Halide::Expr row_length;               // `rows` layout: the col extent
+  Halide::Expr row_length;               // `rows` and `ndrows` layouts: the col (d0) extent
 
   // Buffer constraints (min 0, dense strides) on inputs and outputs.
   void constrain_buffers();

@@ -101,7 +101,10 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   }
   src << "}\n\n";
 
-  // Coordinates of a flat index in the domain, innermost first.
+  // Coordinates of a flat index in the domain, innermost first. Each
+  // division is a multiply-shift by the host's magic pair for the extent
+  // (fk_div), once per vector (once per block with plane=1); lanes inside a
+  // vector advance the coordinates incrementally.
   if (need_coords) {
     src << "template <typename I> static __device__ __forceinline__ void fk_coords(I i";
     for (size_t a = 0; a + 1 < k; ++a) src << ", I e" << a << ", I m" << a << ", I s" << a;
@@ -109,6 +112,9 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     src << "  const I q = fk_div(i, e0, m0, s0); c[0] = i - q * e0;\n";
     if (k == 2) src << "  c[1] = q;\n";
     if (k == 3) src << "  c[2] = fk_div(q, e1, m1, s1); c[1] = q - c[2] * e1;\n";
+    if (k == 4)
+      src << "  const I q2 = fk_div(q, e1, m1, s1); c[1] = q - q2 * e1;\n"
+          << "  c[3] = fk_div(q2, e2, m2, s2); c[2] = q2 - c[3] * e2;\n";
     src << "}\n\n";
   }
 
@@ -179,6 +185,7 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
   auto advance = [&](const std::string& indent) {
     std::string s = indent + "if (++c[0] == d0) { c[0] = 0;";
     if (k == 3) s += " if (++c[1] == d1) { c[1] = 0; ++c[2]; }";
+    else if (k == 4) s += " if (++c[1] == d1) { c[1] = 0; if (++c[2] == d2) { c[2] = 0; ++c[3]; } }";
     else s += " ++c[1];";
     return s + " }\n";
   };
@@ -236,6 +243,9 @@ PrintedKernel print_pointwise_kernel(const FusionCandidate& cand, const Pipeline
     src << "    I c[" << k << "];\n    c[0] = 0;\n";
     if (k == 2) src << "    c[1] = p;\n";
     if (k == 3) src << "    c[2] = fk_div(p, d1, m1, s1);\n    c[1] = p - c[2] * d1;\n";
+    if (k == 4)
+      src << "    const I p2 = fk_div(p, d1, m1, s1);\n    c[1] = p - p2 * d1;\n"
+          << "    c[3] = fk_div(p2, d2, m2, s2);\n    c[2] = p2 - c[3] * d2;\n";
     for (const auto& in : cand.inputs)
       if (!in.full())
         src << "    const " << st << " b_" << in.name << " = g_" << in.name << "[" << bcast_index(in) << "];\n";

@@ -357,7 +357,25 @@ bool worth_keeping(Expr e) {
 
 PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipeline& pipe, const Config& config,
                                          const std::string& entry) {
-  FUSEKIT_INTERNAL_ASSERT(cand.layout == Layout::kRows, cand.name + " is not a row reduction");
+  FUSEKIT_INTERNAL_ASSERT(cand.reduces(), cand.name + " is not a row reduction");
+  // ndrows: a row is a point (c1, c2, c3) of the outer axes, found from the
+  // row index by two divisions once per row (not per element); an input
+  // indexed by d0 and outer axes is read like a full row at its own offset.
+  const bool nd = cand.layout == Layout::kNdRows;
+  auto streamed = [](const InputSpec& in) { return in.reads_rows(); };
+  auto row_offset = [&](const InputSpec& in, const std::string& c) {
+    std::vector<int> outer;
+    for (int a : in.axes)
+      if (a != 0) outer.push_back(a);
+    std::string off = c + std::to_string(outer.back());
+    for (size_t j = outer.size() - 1; j-- > 0;)
+      off = c + std::to_string(outer[j]) + " + e" + std::to_string(outer[j]) + " * (" + off + ")";
+    return off;
+  };
+  auto row_coords = [&](const std::string& in, const std::string& r, const std::string& c) {
+    return in + "const long long " + c + "q = " + r + " / e1, " + c + "1 = " + r + " - " + c + "q * e1, " + c + "3 = " +
+           c + "q / e2, " + c + "2 = " + c + "q - " + c + "3 * e2;\n";
+  };
   const int threads = static_cast<int>(config.get("threads"));
   const int rows = static_cast<int>(config.get("rows"));
   const int vec = static_cast<int>(config.get("vec"));
@@ -559,7 +577,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     // A persistent block's first pass reads the staged row too, and the
     // next group's copy lands in a second buffer.
     for (const auto& in : cand.inputs)
-      if (in.full() && (persist > 0 || later_reads.count(halide_input_name(in.name))))
+      if (streamed(in) && (persist > 0 || later_reads.count(halide_input_name(in.name))))
         place("s_" + in.name, "cache_t", slots * vec * static_cast<int64_t>(dtype_bytes(pipe.dtype)), persist > 0);
     for (size_t k : kept) place("sk" + std::to_string(k), "float", slots * vec * 4, false);
     // sm_90's opt-in maximum, less the combine's static shared memory.
@@ -608,16 +626,25 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
   for (size_t p = 0; p < cand.params.size(); ++p)
     add_param("const float " + halide_param_name(cand.params[p].name),
               {KernelParam::Kind::kScalarParam, KernelParam::Type::kF32, static_cast<int>(p), {}});
-  add_param("const long long rows", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d1")});
+  const LaunchExpr row_count =
+      nd ? LaunchExpr::make(LaunchExpr::Op::kMul,
+                            {LaunchExpr::symbol("d1"),
+                             LaunchExpr::make(LaunchExpr::Op::kMul, {LaunchExpr::symbol("d2"), LaunchExpr::symbol("d3")})})
+         : LaunchExpr::symbol("d1");
+  add_param("const long long rows", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, row_count});
   // A 32-bit row length: the runtime refuses (a Status, no launch) rows of
   // 2^31 columns or more instead of the kernel computing garbage.
   // A specialized kernel keeps the argument (one launch signature) and
   // reads its own constant instead.
   add_param(fixed_cols > 0 ? "const int" : "const int cols",
             {KernelParam::Kind::kShape, KernelParam::Type::kI32, 0, LaunchExpr::symbol("d0")});
+  if (nd) {  // the extents a row index splits by
+    add_param("const long long e1", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d1")});
+    add_param("const long long e2", {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("d2")});
+  }
   launch.row_length = fixed_cols;
   // A split row's blocks are consecutive in x: one cluster per row group.
-  launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(LaunchExpr::symbol("d1"), rows)});
+  launch.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMax, {LaunchExpr(1), ceil_div(row_count, rows)});
   // Persistent: persist * sm_count blocks in whole clusters, at most one
   // per row group, and no more than the device holds at once (a cluster
   // must fit in one GPC: on an H200 fewer clusters of 4 or 8 are resident
@@ -650,7 +677,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string a;
     auto add = [&](const std::string& s) { a += (a.empty() ? "" : ", ") + s; };
     for (const auto& in : cand.inputs) {
-      if (in.full() || in.axes == std::vector<int>{0}) add("v_" + in.name + ".v[" + lane + "]");
+      if (streamed(in) || in.axes == std::vector<int>{0}) add("v_" + in.name + ".v[" + lane + "]");
       else add("r_" + in.name);  // indexed by row only
     }
     for (size_t k = 0; k < nred; ++k) add(red_args[k]);
@@ -674,7 +701,7 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
         s += v + (weights_ahead ? "p_" + in.name + "[j]" : load(false, "g_" + in.name, "fk_keep")) + ";\n";
         continue;
       }
-      if (!in.full()) continue;  // indexed by row only: r_<name>
+      if (!streamed(in)) continue;  // indexed by row only: r_<name>
       const std::string slot = "s_" + in.name + "[j * (kR * kT) + fk_at]";
       auto unpacked = [&](const std::string& c) { return words ? "fk_unwords<kV>(" + c + ")" : c; };
       if (from == From::kMemory) {
@@ -781,10 +808,10 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     std::string s = stage ? "#pragma unroll\n" + in + "for (int jb = 0; jb < kC; jb += kB) {\n"
                           : in + "for (int c0 = tid * kV; active && c0 < cols; c0 += kU * kT * kS * kV) {\n";
     for (const auto& i : cand.inputs)
-      if (i.full()) s += in + "  " + type + " w_" + i.name + "[" + n + "];\n";
+      if (streamed(i)) s += in + "  " + type + " w_" + i.name + "[" + n + "];\n";
     s += "#pragma unroll\n" + in + "  for (int g = 0; g < " + n + "; ++g) {\n" + in + "    const int col0 = " + col0 + ";\n";
     for (const auto& i : cand.inputs)
-      if (i.full())
+      if (streamed(i))
         s += in + "    w_" + i.name + "[g] = active && col0 < cols ? " +
              load(stage && words, "x_" + i.name, stage ? read_once : row_policy) + " : " + type + "();\n";
     s += in + "  }\n#pragma unroll\n" + in + "  for (int g = 0; g < " + n + "; ++g) {\n";
@@ -917,8 +944,14 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     s += in + "const bool active = row < rows;\n";
     s += in + "const long long base = (active ? row : 0) * (long long)cols;\n";
     if (with_aligned) s += in + "const bool aligned = cols % kV == 0;  // every row starts on a vector boundary\n";
+    if (nd) s += row_coords(in, "(active ? row : 0)", "c");
     for (const auto& in_ : cand.inputs) {
       if (in_.full()) s += in + "const " + st + "* __restrict__ x_" + in_.name + " = g_" + in_.name + " + base;\n";
+      else if (nd && streamed(in_))
+        s += in + "const " + st + "* __restrict__ x_" + in_.name + " = g_" + in_.name + " + (" + row_offset(in_, "c") +
+             ") * (long long)cols;\n";
+      else if (nd && in_.axes != std::vector<int>{0})
+        s += in + "const " + st + " r_" + in_.name + " = g_" + in_.name + "[" + row_offset(in_, "c") + "];\n";
       else if (in_.axes == std::vector<int>{1})
         s += in + "const " + st + " r_" + in_.name + " = g_" + in_.name + "[active ? row : 0];\n";
       else if (in_.axes != std::vector<int>{0})
@@ -979,13 +1012,14 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     src << "    const auto fetch = [&](long long g, int b) {\n";
     src << "      const long long r = g * kR + threadIdx.y;\n";
     src << "      if (g >= groups || r >= rows) return;\n";
+    if (nd) src << row_coords("      ", "r", "f");
     src << "#pragma unroll\n      for (int j = 0; j < kC; ++j) {\n";
     src << "        const int col0 = (j * kT * kS + tid) * kV;\n";
     src << "        if (col0 >= cols) break;\n";
     for (const auto& in : cand.inputs)
-      if (in.full())
+      if (streamed(in))
         src << "        fk_copy_async<sizeof(cache_t)>(&s_" << in.name << "_buffers[(b * kC + j) * (kR * kT) + fk_at], g_"
-            << in.name << " + r * cols + col0);\n";
+            << in.name << " + " << (in.full() ? "r" : "(" + row_offset(in, "f") + ")") << " * cols + col0);\n";
     src << "      }\n    };\n";
     src << "    fetch(blockIdx.x / kS, 0);\n    fk_copy_commit();\n";
     src << "    int it = 0;\n";
@@ -1016,12 +1050,12 @@ PrintedKernel print_row_reduction_kernel(const FusionCandidate& cand, const Pipe
     } else if (cache > 0) {
       src << "  if (cols <= kT * kS * kV * kC) {\n";
       for (const auto& in : cand.inputs)
-        if (in.full()) src << "    cache_t c_" << in.name << "[kC];\n";
+        if (streamed(in)) src << "    cache_t c_" << in.name << "[kC];\n";
       for (size_t k : kept) src << "    float kb" << k << "[kC][kV];\n";
       src << "#pragma unroll\n    for (int j = 0; j < kC; ++j) {\n";
       src << "      const int col0 = (j * kT * kS + tid) * kV;\n";
       for (const auto& in : cand.inputs)
-        if (in.full())
+        if (streamed(in))
           src << "      c_" << in.name << "[j] = active ? " << load(words, "x_" + in.name, read_once)
               << " : cache_t();\n";
       src << "    }\n";

@@ -209,6 +209,8 @@ std::vector<std::string> shape_args(Layout layout) {
     case Layout::kRowCol:
     case Layout::kRows: return {"rows", "cols"};
     case Layout::kNchw: return {"batch", "channels", "spatial"};
+    case Layout::kNd:
+    case Layout::kNdRows: return {"dim3", "dim2", "dim1", "dim0"};
   }
   return {};
 }

@@ -6,12 +6,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-_INDEXED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([A-Za-z_, ]+)\]")
+_INDEXED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([A-Za-z0-9_, ]+)\]")
 _REDUCTIONS = re.compile(r"\b(row_sum|row_max|row_mean|sum|mean|softmax|log_softmax|layernorm|rmsnorm)\s*\(")
 _PARAM = re.compile(r"^\s*param\s+([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([-+0-9.eE]+)\s*$")
 
 # The package's layouts and the axis names of the expression language.
-LAYOUTS = ("flat", "rowcol", "nchw", "rows")
+LAYOUTS = ("flat", "rowcol", "nchw", "rows", "nd", "ndrows")
 
 
 @dataclass
@@ -56,9 +56,12 @@ def infer_layout(expr: str, declared: Optional[str] = None) -> str:
         if declared not in LAYOUTS:
             raise ValueError(f"plan entry layout '{declared}' is not one of {', '.join(LAYOUTS)}")
         return declared
-    if _REDUCTIONS.search(expr):
-        return "rows"
     axes = {a.strip() for _, group in _INDEXED.findall(expr) for a in group.split(",")}
+    nd = bool(axes & {"d0", "d1", "d2", "d3"})
+    if _REDUCTIONS.search(expr):
+        return "ndrows" if nd else "rows"
+    if nd:
+        return "nd"
     if axes & {"n", "c", "hw"}:
         return "nchw"
     if axes & {"row", "col"}:

@@ -91,6 +91,23 @@ def test_meta_kernel_shapes_outputs(bias_gelu, bn_relu):
               torch.empty(4, device="meta"))
 
 
+def test_meta_kernel_takes_general_broadcasts(package, oplib):
+    # ndrows: BERT's [B, 1, 1, S] mask (axes d0 and d3: bits 1 | 8) over [B, H, S, S] scores.
+    op = ops.register_op(package, "bert_mask", "f32", "ndrows", ["x (scores)", "m (mask)"], [0, 1 | 8],
+                         ["out (probs)"], [])
+    out = _call(op, torch.empty(2, 3, 5, 7, device="meta"), torch.empty(2, 1, 1, 7, device="meta"))
+    assert out[0].shape == (2, 3, 5, 7) and out[0].is_contiguous()
+    with pytest.raises(ValueError, match=r"input 'm \(mask\)' has shape \[2, 1, 5, 7\] \(70 elements\); the kernel "
+                                         r"takes 14 contiguous elements"):
+        _call(op, torch.empty(2, 3, 5, 7, device="meta"), torch.empty(2, 1, 5, 7, device="meta"))
+    # nd of a 3-D tensor: a [1, S, D] position table (d0, d1) over [B, S, D].
+    pos = ops.register_op(package, "pos_add", "f32", "nd", ["x (tok)", "p (pos)"], [0, 1 | 2], ["out (h)"], [])
+    out = _call(pos, torch.empty(4, 5, 8, device="meta"), torch.empty(1, 5, 8, device="meta"))
+    assert out[0].shape == (4, 5, 8)
+    with pytest.raises(ValueError, match=r"input 'x \(tok\)' has 5 dimensions; the kernel takes 1 to 4"):
+        _call(pos, torch.empty(1, 2, 4, 5, 8, device="meta"), torch.empty(5, 8, device="meta"))
+
+
 def test_opcheck_schema_fake_and_aot(bias_gelu):
     args = (bias_gelu, [torch.empty(8, 64, device="meta"), torch.empty(64, device="meta")])
     torch.library.opcheck(torch.ops.fusekit.launch.default, args,

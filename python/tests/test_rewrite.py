@@ -228,3 +228,14 @@ def test_compile_backend_replaces_a_region_of_dynamos_graph(package, oplib):
         compiled(x, y)  # the kernel is called inside the compiled graph: its device check fires
     assert fk.explain(backend.last()).splitlines()[0] == "1 of 1 regions call fusekit kernels"
     assert "fusekit.launch.default" in _targets(backend.last())
+
+
+def test_general_broadcast_sizes_follow_numpy():
+    from fusekit.plan_file import infer_layout
+    from fusekit.torch.rewrite import _broadcast_numel, _elements
+    mask = "s = x * 0.125 + m[d0,d3]\nout = exp(s - max(s, col)) / sum(exp(s - max(s, col)), col)"
+    assert infer_layout(mask) == "ndrows" and infer_layout("out = x + p[d0,d1]") == "nd"
+    assert _broadcast_numel("ndrows", [2, 12, 5, 7], 1 | 8) == 2 * 7    # [B, 1, 1, S]
+    assert _broadcast_numel("nd", [4, 5, 8], 1 | 2) == 5 * 8            # [1, S, D] over a 3-D space
+    assert _broadcast_numel("nd", [4, 5, 8], 4) == 4                    # d2 of a 3-D space is its first dim
+    assert _elements("ndrows", [2, 12, 5, 7]) == (840, 7)

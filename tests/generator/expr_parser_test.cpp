@@ -50,7 +50,8 @@ TEST(ExprParser, ErrorsNameLineAndColumn) {
             "abs min max pow where sum mean");
   EXPECT_EQ(parse_error("out = min(x)"), "expression:1:7: min() takes 2 arguments, got 1");
   EXPECT_EQ(parse_error("out = x $ y"), "expression:1:9: unexpected character '$'");
-  EXPECT_EQ(parse_error("out = x[k]"), "expression:1:9: unknown axis 'k'; axes are col, row (2-D) or n, c, hw (NCHW)");
+  EXPECT_EQ(parse_error("out = x[k]"), "expression:1:9: unknown axis 'k'; axes are col, row (2-D) or n, c, hw (NCHW) or d0..d3 (up to 4-D, d0 "
+            "the last axis)");
   EXPECT_EQ(parse_error("out = x[col] + y[c]"),
             "expression:1:18: axis 'c' mixes the nchw and rowcol layouts; use col/row or n/c/hw, not both");
   EXPECT_EQ(parse_error("out = x + x[col]"),

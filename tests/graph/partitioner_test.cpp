@@ -284,16 +284,70 @@ TEST(Partitioner, SoftmaxOverANonLastAxisIsReportedUnsupported) {
   EXPECT_NE(p.unsupported[0].reason.find("non-last axis"), std::string::npos);
 }
 
-TEST(Partitioner, GeneralBroadcastIsReportedUnsupported) {
+// BERT's attention: a [batch, 1, 1, seq] mask over [batch, 12, seq, seq]
+// scores, then softmax over the last axis: one ndrows region whose mask is
+// indexed by the last axis and batch.
+TEST(Partitioner, BertMaskOverScoresIsOneNdRowsRegion) {
   GraphBuilder b;
   const Shape s4 = S({D("batch"), D(12), D("seq"), D("seq")});
   auto x = b.input("scores", s4), mask = b.input("mask", S({D("batch"), D(1), D(1), D("seq")}));
   auto a = b.node("Add", {b.node("Div", {x, b.scalar(8.0)}, s4), mask}, s4);
   b.output(b.node("Softmax", {a}, s4, {{"axis", int64_t{-1}}}));
+  canonicalize(b.graph());
+  Plan p = make_plan(b.graph(), "t.onnx", {{"batch", {2}}, {"seq", {128}}});
+  ASSERT_EQ(p.entries.size(), 1u) << coverage_report(p);
+  EXPECT_EQ(p.unsupported.size(), 0u);
+  EXPECT_EQ(p.entries[0].layout, "ndrows");
+  EXPECT_EQ(p.nodes_in_regions, 3u);
+  EXPECT_NE(p.entries[0].expr.find("in1[d0,d3]"), std::string::npos) << p.entries[0].expr;
+  EXPECT_EQ(p.entries[0].sizes, (std::vector<std::string>{"2x12x128x128"}));
+  EXPECT_EQ(parse_expression(p.entries[0].expr).layout, Layout::kNdRows);
+}
+
+// GPT-2's position table: [1, seq, 768] added to [batch, seq, 768] (then a
+// bias per column): nd, the table indexed by the last two axes.
+TEST(Partitioner, PositionTableOverBatchIsOneNdRegion) {
+  GraphBuilder b;
+  auto x = b.input("tok", kBSH), pos = b.input("pos", S({D(1), D("seq"), D(768)}));
+  auto bias = b.input("bias", S({D(768)}));
+  b.output(b.node("Relu", {b.node("Add", {b.node("Add", {x, pos}, kBSH), bias}, kBSH)}, kBSH));
+  canonicalize(b.graph());
+  Plan p = make_plan(b.graph(), "t.onnx", {{"batch", {4}}, {"seq", {33}}});
+  ASSERT_EQ(p.entries.size(), 1u) << coverage_report(p);
+  EXPECT_EQ(p.entries[0].layout, "nd");
+  const std::string& e = p.entries[0].expr;
+  EXPECT_NE(e.find("in1[d0,d1]"), std::string::npos) << e;
+  EXPECT_NE(e.find("in2[d0]"), std::string::npos) << e;
+  EXPECT_EQ(p.entries[0].sizes, (std::vector<std::string>{"4x33x768"}));
+  // A concrete batch of 1 makes the table full-shape: no nd layout needed.
+  GraphBuilder one;
+  const Shape s1 = S({D(1), D("seq"), D(768)});
+  auto x1 = one.input("tok", s1), pos1 = one.input("pos", S({D(1), D("seq"), D(768)}));
+  one.output(one.node("Relu", {one.node("Add", {x1, pos1}, s1)}, s1));
+  Plan p1 = plan_of(one.graph());
+  ASSERT_EQ(p1.entries.size(), 1u);
+  EXPECT_EQ(p1.entries[0].layout, "flat");
+}
+
+TEST(Partitioner, ShapesThatDoNotBroadcastAreReportedUnsupported) {
+  // [batch, 2, 1, seq] against 12 heads: numpy refuses, so does the lowering.
+  GraphBuilder b;
+  const Shape s4 = S({D("batch"), D(12), D("seq"), D("seq")});
+  auto x = b.input("scores", s4), mask = b.input("mask", S({D("batch"), D(2), D(1), D("seq")}));
+  auto a = b.node("Add", {b.node("Div", {x, b.scalar(8.0)}, s4), mask}, s4);
+  b.output(b.node("Softmax", {a}, s4, {{"axis", int64_t{-1}}}));
   Plan p = plan_of(b.graph());
-  ASSERT_EQ(p.unsupported.size(), 1u);
-  EXPECT_NE(p.unsupported[0].reason.find("general broadcasting"), std::string::npos) << p.unsupported[0].reason;
+  ASSERT_EQ(p.unsupported.size(), 1u) << coverage_report(p);
+  EXPECT_NE(p.unsupported[0].reason.find("does not broadcast to"), std::string::npos) << p.unsupported[0].reason;
   EXPECT_EQ(p.unsupported[0].nodes.size(), 3u);
+  // A general broadcast over five dims has no nd layout.
+  GraphBuilder f;
+  const Shape s5 = S({D("batch"), D(2), D(3), D("seq"), D(64)});
+  auto y = f.input("y", s5), z = f.input("z", S({D("batch"), D(1), D(3), D(1), D(64)}));
+  f.output(f.node("Relu", {f.node("Add", {y, z}, s5)}, s5));
+  Plan q = plan_of(f.graph());
+  ASSERT_EQ(q.unsupported.size(), 1u) << coverage_report(q);
+  EXPECT_NE(q.unsupported[0].reason.find("at most 4 axes"), std::string::npos) << q.unsupported[0].reason;
 }
 
 TEST(Partitioner, IntegerShapeComputationsAreLeftAlone) {

@@ -24,6 +24,8 @@ std::vector<int64_t> domain_of(const fusekit::FusionCandidate& c, const std::vec
   switch (c.layout) {
     case fusekit::Layout::kFlat: return {all};
     case fusekit::Layout::kNchw: return {shape.at(2) * shape.at(3), shape.at(1), shape.at(0)};
+    case fusekit::Layout::kNd:
+    case fusekit::Layout::kNdRows: return c.domain_for_shape(shape);
     default: return {shape.back(), all / shape.back()};
   }
 }

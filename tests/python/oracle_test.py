@@ -112,6 +112,13 @@ EXPRESSIONS = [
     ("out = x - mean(x, col)", lambda i: i["x"] - i["x"].mean(-1, keepdims=True)),
     ("out = x / sum(exp(x), col)", lambda i: i["x"] / np.exp(i["x"]).sum(-1, keepdims=True)),
     ("out = max(x, col) - x", lambda i: i["x"].max(-1, keepdims=True) - i["x"]),
+    # General broadcasting (d0 the last axis): eval writes each input in its
+    # numpy shape ([B, 1, 1, S] for m[d0,d3]), so numpy broadcasts it here.
+    ("out = x + pos[d0,d1] * b[d0] - r[d2,d3]", lambda i: i["x"] + i["pos"] * i["b"] - i["r"]),
+    ("out = x * q[d1,d3] + t[d2]", lambda i: i["x"] * i["q"] + i["t"]),
+    ("s = x * 0.125 + m[d0,d3]\nout = exp(s - max(s, col)) / sum(exp(s - max(s, col)), col)",
+     lambda i: [i["x"] * 0.125 + i["m"], softmax(i["x"] * 0.125 + i["m"])]),
+    ("out = (x - mean(x, d0)) * w[d0] + g[d1,d2]", lambda i: (i["x"] - i["x"].mean(-1, keepdims=True)) * i["w"] + i["g"]),
 ]
 
 
@@ -151,7 +158,8 @@ def main():
                 check(f"{name} output {k}", outs[k], want, failures)
                 checked += 1
         for text, formula in EXPRESSIONS:
-            size = "3x5x17" if "[c]" in text else "5x257" if ("col" in text) else "4099"
+            size = ("3x5x7x9" if "[d" in text else "3x5x17" if "[c]" in text else "5x257" if ("col" in text)
+                    else "4099")
             ins, _, outs = evaluate(binary, ["--expr", text, "--sizes", size], tmp)
             wants = formula(ins)
             wants = wants if isinstance(wants, list) else [wants]

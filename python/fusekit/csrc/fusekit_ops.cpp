@@ -46,7 +46,7 @@ struct Package {
 
 // The package's layouts (plan_file.LAYOUTS): how a full tensor's shape
 // becomes the domain fusekit_launch takes (outermost first).
-enum Layout { kFlat = 0, kRowCol = 1, kNchw = 2, kRows = 3 };
+enum Layout { kFlat = 0, kRowCol = 1, kNchw = 2, kRows = 3, kNd = 4, kNdRows = 5 };
 
 struct Op {
   const Package* package = nullptr;
@@ -93,7 +93,7 @@ int64_t register_op(int64_t package, std::string name, std::string dtype, int64_
                     std::vector<double> params) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   TORCH_CHECK_VALUE(package >= 0 && package < static_cast<int64_t>(packages.size()), "fusekit: no package ", package);
-  TORCH_CHECK_VALUE(layout >= kFlat && layout <= kRows, "fusekit: layout ", layout, " is not 0..3");
+  TORCH_CHECK_VALUE(layout >= kFlat && layout <= kNdRows, "fusekit: layout ", layout, " is not 0..5");
   TORCH_CHECK_VALUE(inputs.size() == axes.size() && !inputs.empty() && !outputs.empty(),
                     "fusekit: op '", name, "' needs one axes mask per input, and inputs and outputs");
   auto op = std::make_unique<Op>();
@@ -139,6 +139,14 @@ std::vector<int64_t> domain_of(const Op& op, at::IntArrayRef sizes) {
                         "' has ", sizes.size(), " dimensions; the kernel takes [N, C, ...]");
       const int64_t spatial = sizes[0] * sizes[1] ? numel / (sizes[0] * sizes[1]) : 0;
       return {sizes[0], sizes[1], spatial};
+    }
+    case kNd:
+    case kNdRows: {  // up to four dims as they are, padded with outer 1s
+      TORCH_CHECK_VALUE(!sizes.empty() && sizes.size() <= 4, "fusekit op '", op.name, "': input '",
+                        op.inputs[op.shape_of], "' has ", sizes.size(), " dimensions; the kernel takes 1 to 4");
+      std::vector<int64_t> d(4 - sizes.size(), 1);
+      d.insert(d.end(), sizes.begin(), sizes.end());
+      return d;
     }
   }
   return {numel};

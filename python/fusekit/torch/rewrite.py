@@ -18,7 +18,9 @@ from . import graph_capture as capture
 from .aten_map import SEP
 from .package import Package
 
-_AXIS_BITS = {"rowcol": {"col": 1, "row": 2}, "rows": {"col": 1, "row": 2}, "nchw": {"hw": 1, "c": 2, "n": 4}}
+_ND_BITS = {"d0": 1, "d1": 2, "d2": 4, "d3": 8}  # d0 the last dim
+_AXIS_BITS = {"rowcol": {"col": 1, "row": 2}, "rows": {"col": 1, "row": 2}, "nchw": {"hw": 1, "c": 2, "n": 4},
+              "nd": _ND_BITS, "ndrows": _ND_BITS}
 
 
 @dataclass
@@ -176,7 +178,9 @@ def _axes_mask(entry, name):
 
 
 def _broadcast_numel(layout, shape, mask):
-    if layout in ("rowcol", "rows"):
+    if layout in ("nd", "ndrows"):
+        dims = {1 << k: (shape[-1 - k] if k < len(shape) else 1) for k in range(4)}
+    elif layout in ("rowcol", "rows"):
         dims = {1: shape[-1], 2: _prod(shape[:-1])}
     else:
         dims = {1: _prod(shape[2:]), 2: shape[1], 4: shape[0]}
@@ -196,7 +200,7 @@ def _prod(xs):
 
 def _elements(layout, shape):
     n = _prod(shape)
-    return n, (shape[-1] if layout in ("rows", "rowcol") and shape else None)
+    return n, (shape[-1] if layout in ("rows", "rowcol", "ndrows") and shape else None)
 
 
 class Rewriter:
