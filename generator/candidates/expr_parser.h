@@ -9,11 +9,19 @@
 //   unary     := '-' unary | primary
 //   primary   := NUMBER | '(' expr ')' | NAME '(' args ')' | NAME '[' AXIS {',' AXIS} ']' | NAME
 //   calls     := exp log tanh sigmoid relu gelu gelu_tanh silu sqrt rsqrt abs (one argument),
-//                min max (two), pow(e, NUMBER), where(cond, a, b)
+//                min max (two), pow(e, NUMBER), where(cond, a, b),
+//                sum mean max (e, AXIS {[','] AXIS})  a reduction over the axes
 //   AXIS      := col row (a [rows, cols] domain) | n c hw (NCHW, H*W flattened)
 //
 // A bare NAME is a full-shape input unless it is a param or an earlier
-// output; NAME[axes] is an input broadcast along the other axes. Errors are
+// output; NAME[axes] is an input broadcast along the other axes, its axes
+// listed innermost first; listed in another order they are its storage
+// order (x[row, col] reads x transposed; x[c, hw, n] an NHWC tensor).
+// sum(e, col) reduces along each row (a row reduction). Reductions over
+// other axes (mean(x, hw), sum(x, n hw), max(x, c)) and permuted inputs
+// make a general layout (fusion_candidate.h): an output is indexed by the
+// axes it varies along (mean(x, hw) is [n, c]), every output of one
+// expression by the same ones, and only the Halide backend builds it. Errors are
 // UserErrors of the form "expression:LINE:COL: message".
 //
 // Limits (each refusal names it): the generated kernel, the Halide
