@@ -26,6 +26,7 @@
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
+#include "generator/candidates/expr_parser.h"
 #include "schedules/row_reduction_template.h"
 #include "search/workload.h"
 
@@ -158,9 +159,20 @@ int verify_package(const std::string& dir, int64_t max_elements) {
     const FusionCandidate* cand = nullptr;
     for (const auto& c : catalog())
       if (c.name == op) cand = &c;
+    // An --expr or plan op: its expression, as the manifest records it.
+    FusionCandidate from_expression;
+    if (!cand && manifest.contains("expressions") && manifest["expressions"].contains(op)) {
+      try {
+        from_expression = parse_expression(manifest["expressions"][op].get<std::string>());
+        from_expression.name = op;
+        cand = &from_expression;
+      } catch (const UserError& e) {
+        std::printf("%-22s %-4s skipped: its expression does not parse: %s\n", op.c_str(), dt_name.c_str(), e.what());
+      }
+    }
     auto dt = parse_dtype(dt_name);
     if (!cand || !dt) {
-      std::printf("%-22s %-4s skipped: not a catalog op\n", op.c_str(), dt_name.c_str());
+      std::printf("%-22s %-4s skipped: not a catalog op or a recorded expression\n", op.c_str(), dt_name.c_str());
       ++skipped;
       continue;
     }

@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
+#include "generator/candidates/catalog.h"
 #include "generator/package/gemm_entries.h"
 #include "generator/nvrtc/pointwise_printer.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
@@ -48,6 +49,12 @@ struct Variant {
   std::string schedule, record_id, gpu_name;
   bool measured = false;
 };
+
+bool is_catalog_pattern(const std::string& name) {
+  for (const auto& c : catalog())
+    if (c.name == name) return true;
+  return false;
+}
 
 std::string c_string(const std::string& s) {
   std::string out = "\"";
@@ -153,7 +160,7 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         g.sm = arch.number();
         const Config generic = generic_schedule(cand.template_kind());
         g.schedule = generic.to_string();
-        batch.push_back({Backend::kNvrtc, generic});
+        batch.push_back({generic_backend(cand.template_kind()), generic});
         arch_variants.push_back(std::move(g));
         std::vector<KernelArtifact> arts = build_all(cand, dt, limits, batch);
         for (size_t i = 0; i < arch_variants.size(); ++i) {
@@ -345,9 +352,11 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
        "int finish(const fusekit::Status& st) {\n"
        "  if (st.ok()) last_error.clear();\n  else last_error = st.message();\n"
        "  return static_cast<int>(st.code());\n}\n\n"
-       "// Shape of each op: rank, and per input the axes it is indexed by (bit k = axis k, innermost first; 0 = full).\n"
+       "// Shape of each op: rank, and per input the axes it is indexed by (bit k = axis k, innermost first; 0 = full);\n"
+       "// a permuted input's axes in storage order (4 bits each, axis + 1, innermost first; 0 = as `axes`), and\n"
+       "// the outputs' axes (bits; 0 = the whole domain).\n"
        "struct OpShape {\n  const char* op;\n  int rank;\n  int inputs;\n  int outputs;\n  int params;\n"
-       "  unsigned axes[16];\n};\n\nconst OpShape kOps[] = {\n";
+       "  unsigned axes[16];\n  unsigned order[16];\n  unsigned out_axes;\n};\n\nconst OpShape kOps[] = {\n";
   std::set<std::string> seen;
   for (const auto& [c, dt] : ops) {
     if (!seen.insert(c->name).second) continue;
@@ -359,7 +368,20 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
       for (int ax : in.axes) mask |= 1u << ax;
       a << mask << "u, ";
     }
-    a << "}},\n";
+    a << "}";
+    if (c->general) {  // general layouts: permuted inputs and reduced outputs
+      a << ", {";
+      for (const auto& in : c->inputs) {
+        unsigned order = 0;
+        for (size_t k = in.permuted() ? in.axes.size() : 0; k-- > 0;) order = order << 4 | (in.axes[k] + 1u);
+        a << order << "u, ";
+      }
+      unsigned out = 0;
+      if (c->output_axes.size() != layout_axes(c->layout).size())
+        for (int ax : c->output_axes) out |= 1u << ax;
+      a << "}, " << out << "u";
+    }
+    a << "},\n";
   }
   a << "};\n\n"
        "// Builds the launch from a domain (innermost first) and pointers, then launches.\n"
@@ -375,13 +397,19 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
        "  a.inputs.resize(op.inputs);\n"
        "  for (int i = 0; i < op.inputs; ++i) {\n"
        "    s.inputs[i].clear();\n"
-       "    for (int k = 0; k < op.rank; ++k)\n"
+       "    for (unsigned o = op.order[i]; o != 0; o >>= 4) s.inputs[i].push_back(s.domain[(o & 15u) - 1]);\n"
+       "    for (int k = 0; k < op.rank && op.order[i] == 0; ++k)\n"
        "      if (op.axes[i] == 0 || (op.axes[i] >> k & 1u)) s.inputs[i].push_back(s.domain[k]);\n"
        "    a.inputs[i] = reinterpret_cast<CUdeviceptr>(in[i]);\n  }\n"
        "  s.outputs.resize(op.outputs);\n"
        "  a.outputs.resize(op.outputs);\n"
        "  for (int o = 0; o < op.outputs; ++o) {\n"
        "    s.outputs[o] = s.domain;\n"
+       "    if (op.out_axes != 0) {\n"
+       "      s.outputs[o].clear();\n"
+       "      for (int k = 0; k < op.rank; ++k)\n"
+       "        if (op.out_axes >> k & 1u) s.outputs[o].push_back(s.domain[k]);\n"
+       "    }\n"
        "    a.outputs[o] = reinterpret_cast<CUdeviceptr>(out[o]);\n  }\n"
        "  a.params.assign(params, params + op.params);\n"
        "  return finish(fusekit_kernels_package().launch(op.op, dtype, s, a, stream));\n}\n\n"
@@ -660,6 +688,12 @@ void build_into(const std::vector<Variant>& variants, const std::vector<std::pai
         {"row_length", v.art.row_length > 0 ? nlohmann::json(v.art.row_length) : nlohmann::json("any")},
         {"row_multiple", v.art.row_multiple}});
   }
+  // Ops that are no catalog pattern (--expr, plans): their expressions,
+  // so that `fusekit verify --package` can build their references.
+  manifest["expressions"] = nlohmann::json::object();
+  for (const auto& v : variants)
+    if (!is_catalog_pattern(v.cand->name) && !v.cand->description.empty())
+      manifest["expressions"][v.cand->name] = v.cand->description;
   manifest["gemms"] = nlohmann::json::array();
   for (const auto& g : gemms)
     manifest["gemms"].push_back({{"op", g.gemm->name}, {"dtype", dtype_name(g.dtype)}, {"arch", "sm_" + std::to_string(g.sm)},
