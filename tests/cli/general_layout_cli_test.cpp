@@ -47,16 +47,18 @@ TEST_F(GeneralLayoutCli, TheFourTuneForSm90InEveryDtypeThroughHalideOnly) {
   for (const auto& [name, shape] : ops) {
     SCOPED_TRACE(name);
     const auto r = fusekit_run("tune --arch sm_90 --model --db " + (dir_ / "t.db").string() +
-                               " --dtype f32,f16,bf16 --budget 2 --sizes " + shape + " --name " + name +
+                               " --dtype f32,f16,bf16 --budget 1 --sizes " + shape + " --name " + name +
                                " --expr \"$(cat " + example_file(name) + ")\"");
     EXPECT_EQ(r.code, 0) << r.out;
-    EXPECT_EQ(count(r.out, std::string(name) + " nvrtc: skipped: the NVRTC templates take flat, broadcast and "
-                                               "last-axis row regions only"),
-              3)
-        << r.out;
+    for (const char* dt : {" f32", " f16", " bf16"})
+      EXPECT_EQ(count(r.out, std::string(name) + dt +
+                                 " nvrtc: skipped: the NVRTC templates take flat, broadcast and last-axis row regions "
+                                 "only"),
+                1)
+          << r.out;
     EXPECT_EQ(count(r.out, " halide  "), 3) << r.out;  // a winner per dtype
     EXPECT_EQ(count(r.out, " modeled\n"), 3) << r.out;
-    EXPECT_NE(r.out.find("6 records written"), std::string::npos) << r.out;  // 2 per dtype, none failed
+    EXPECT_NE(r.out.find("3 records written"), std::string::npos) << r.out;  // 1 per dtype, none failed
   }
 }
 
