@@ -35,7 +35,7 @@ def gap(x):
 
 
 def bn_stats(x):
-    v, m = torch.var_mean(x, dim=(0, 2), unbiased=False)
+    v, m = torch.var_mean(x, dim=(0, 2), correction=0)
     return (m, v)
 
 

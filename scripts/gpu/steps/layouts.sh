@@ -6,7 +6,8 @@
 # and its package verified through the C API, then timed against eager and
 # torch.compile (bench/layouts_bench.py) -> tune_<op>.txt, verify_<op>.txt,
 # verify_package_<op>.txt, records.jsonl, layouts_bench.json. DTYPES
-# (f32,f16,bf16), BUDGET (8), BENCH_DTYPES (bf16,f32). About 3-4 minutes.
+# (f32,f16,bf16), BUDGET (6), BENCH_DTYPES (bf16,f32). About 4 minutes
+# (BUDGET=3 DTYPES=bf16 for a quick look).
 need_bins fusekit
 dtypes=${DTYPES:-f32,f16,bf16}
 db=/tmp/fusekit-layouts.db
@@ -17,7 +18,7 @@ declare -A sizes=([global_avg_pool]=32x2048x49 [batchnorm_stats]=32x256x3136 [so
 for op in global_avg_pool batchnorm_stats softmax_dim1 transpose_bias_gelu; do
   expr=$(cat "examples/general_layouts/$op.fk")
   step "tune $op at ${sizes[$op]}"
-  timeout 120 "$bin/fusekit" tune --arch sm_90 --name "$op" --expr "$expr" --dtype "$dtypes" --budget "${BUDGET:-8}" \
+  timeout 120 "$bin/fusekit" tune --arch sm_90 --name "$op" --expr "$expr" --dtype "$dtypes" --budget "${BUDGET:-6}" \
     --sizes "${sizes[$op]}" --db "$db" >"$out/tune_$op.txt" 2>"$out/tune_progress_$op.txt"
   note "tune $op" $?
   timeout 60 "$bin/fusekit" verify --arch sm_90 --name "$op" --expr "$expr" --dtype "$dtypes" --sizes "${sizes[$op]}" \
