@@ -169,7 +169,7 @@ class Parser {
     // the col axis of a col/row domain.
     bool general = false;
     for (const auto& in : inputs_) general |= in.permuted();
-    for (const Node* r : reductions_) general |= layout_ != Layout::kRowCol || r->axes != 1u;
+    for (const NodePtr& r : reductions_) general |= layout_ != Layout::kRowCol || r->axes != 1u;
     FusionCandidate c;
     c.description = src;
     c.layout = reduces_ && !general ? Layout::kRows : layout_;
@@ -352,10 +352,11 @@ class Parser {
   // consumed but the first argument, which it then keeps).
   NodePtr reduction(const Token& t) {
     if (t.text != "sum" && t.text != "mean" && t.text != "max") return nullptr;
-    const size_t start = pos_;
+    const size_t start = pos_, reductions = reductions_.size();
     NodePtr value = expr();
     if (!accept_op(",") || !axis_list_at(pos_)) {
       pos_ = start;  // an ordinary call: parse its arguments again
+      reductions_.resize(reductions);  // and the reductions inside them
       if (t.text == "max") return nullptr;
       fail(t.line, t.col, t.text + "() reduces over axes: write " + t.text + "(e, col) along each row, or e.g. " +
                               t.text + "(e, hw) or " + t.text + "(e, n hw) over axes of an NCHW domain");
@@ -373,7 +374,7 @@ class Parser {
     reduces_ = true;
     auto n = make(Node::Kind::kReduce, t, t.text, {value});
     n->axes = axes;
-    reductions_.push_back(n.get());
+    reductions_.push_back(n);
     return n;
   }
 
@@ -429,9 +430,9 @@ class Parser {
                                       "; outputs of one expression share their axes: write them as two expressions");
       if (o == 0) first = m;
     }
-    for (const Node* r : reductions_) {
+    for (const NodePtr& r : reductions_) {
       const unsigned inner = node_axes(*r->args[0], &memo);
-      (*axes)[r] = {bits(r->axes), bits(inner & ~r->axes)};
+      (*axes)[r.get()] = {bits(r->axes), bits(inner & ~r->axes)};
     }
     return bits(first);
   }
@@ -591,7 +592,7 @@ class Parser {
   Layout layout_ = Layout::kFlat;
   bool reduces_ = false;
   Token reduce_at_;  // the first reduction, for errors
-  std::vector<const Node*> reductions_;
+  std::vector<NodePtr> reductions_;  // every reduction parsed, in order
   std::vector<InputSpec> inputs_;
   std::vector<ParamSpec> params_;
   std::vector<std::pair<std::string, NodePtr>> outputs_;
