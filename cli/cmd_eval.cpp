@@ -64,6 +64,8 @@ int cmd_eval(const po::variables_map& vm, const std::vector<std::string>& args) 
     for (size_t k = 0; k < domain.size(); ++k)
       if (axes.empty() || std::find(axes.begin(), axes.end(), static_cast<int>(k)) != axes.end())
         shape[domain.size() - 1 - k] = domain[k];
+    // A permuted input (general layouts): its own storage shape.
+    if (cand.inputs[i].permuted()) shape.assign(in[i].dims.rbegin(), in[i].dims.rend());
     write_f32(out / ("in_" + std::to_string(i) + ".f32"), in[i]);
     meta["inputs"].push_back({{"name", cand.inputs[i].name}, {"shape", shape}, {"file", "in_" + std::to_string(i) + ".f32"}});
   }
@@ -71,7 +73,9 @@ int cmd_eval(const po::variables_map& vm, const std::vector<std::string>& args) 
   if (cand.params.empty()) meta["params"] = nlohmann::json::object();
   for (size_t o = 0; o < ref.size(); ++o) {
     write_f32(out / ("out_" + std::to_string(o) + ".f32"), ref[o]);
-    meta["outputs"].push_back({{"name", cand.outputs[o]}, {"file", "out_" + std::to_string(o) + ".f32"}});
+    meta["outputs"].push_back({{"name", cand.outputs[o]},
+                               {"file", "out_" + std::to_string(o) + ".f32"},
+                               {"shape", std::vector<int64_t>(ref[o].dims.rbegin(), ref[o].dims.rend())}});
   }
   std::ofstream(out / "meta.json") << meta.dump(1) << "\n";
   return 0;

@@ -8,6 +8,7 @@
 #include "generator/candidates/op_traits.h"
 #include "generator/nvrtc/kernel_printer.h"
 #include "schedules/arch_limits.h"
+#include "schedules/general_layout_template.h"
 #include "search/tuner.h"
 
 namespace fusekit {
@@ -44,8 +45,12 @@ int cmd_source(const po::variables_map& vm, const std::vector<std::string>& args
       throw UserError("source prints one backend's kernel: give --backend nvrtc or --backend halide");
     backend = parse_backend(listed.front());
   }
+  if (kind == TemplateKind::kGeneral && backend == Backend::kNvrtc)
+    throw UserError("cannot print an NVRTC kernel of " + cands[0].name + ": " + GeneralLayoutTemplate::nvrtc_refusal() +
+                    "; give --backend halide");
   if (backend == Backend::kHalide && vm["params"].defaulted())
     config = kind == TemplateKind::kRowReduction ? Config::parse("lanes=1 threads=256 vec=4")
+             : kind == TemplateKind::kGeneral    ? generic_schedule(kind)
                                                  : Config::parse("ept=1 threads=256 vec=4");
   ParamSpace space = template_space(kind, arch, backend, static_cast<int>(dtype_bytes(dt)), cands[0].full_inputs(),
                                     op_traits(cands[0], dt));

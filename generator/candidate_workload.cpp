@@ -30,12 +30,22 @@ class CandidateWorkload final : public Workload {
       r.total.compute_root().parallel(ref_.vars[1]);
       r.total.update().parallel(ref_.vars[1]);
     }
+    // Reductions over axes: each computed once per kept element, the
+    // outermost kept axis in parallel, in double.
+    for (auto& r : ref_.axis_reductions) {
+      r.total.compute_root();
+      if (r.kept.empty()) continue;
+      const Halide::Var outer = ref_.vars.at(r.kept.back());
+      r.total.parallel(outer);
+      r.total.update().parallel(outer);
+    }
     // CPU schedule: one flat index, parallel chunks, 8-wide vectors.
     Halide::Func& f = ref_.output;
-    Halide::Var flat = ref_.vars[0];
-    for (size_t i = 1; i < ref_.vars.size(); ++i) {
+    const std::vector<Halide::Var> args = f.args();  // the domain's vars, or a general layout's output axes
+    Halide::Var flat = args[0];
+    for (size_t i = 1; i < args.size(); ++i) {
       Halide::Var fused("ref_fused_" + std::to_string(i));
-      f.fuse(flat, ref_.vars[i], fused);
+      f.fuse(flat, args[i], fused);
       flat = fused;
     }
     Halide::Var outer("ref_outer"), inner("ref_inner"), lane("ref_lane");
@@ -58,7 +68,7 @@ class CandidateWorkload final : public Workload {
     p.domain = domain;
     p.shape_text = shape_text({domain.rbegin(), domain.rend()});
     for (size_t i = 0; i < cand_.inputs.size(); ++i) p.input_dims.push_back(cand_.input_dims(i, domain));
-    for (size_t o = 0; o < cand_.outputs.size(); ++o) p.output_dims.push_back(domain);
+    for (size_t o = 0; o < cand_.outputs.size(); ++o) p.output_dims.push_back(cand_.output_dims(domain));
     return p;
   }
 
@@ -71,6 +81,14 @@ class CandidateWorkload final : public Workload {
     if (cand_.reduces() && !problem.domain.empty()) {
       t.row_length = problem.domain[0];
       const double s = 1.0 + std::sqrt(static_cast<double>(problem.domain[0])) / 16.0;
+      t.atol *= s;
+      if (dtype_ == DType::kF32) t.rtol *= s;
+    }
+    // Reductions over axes grow the same way with the elements each sums.
+    if (cand_.general && !ref_.axis_reductions.empty() && !problem.domain.empty()) {
+      int64_t count = 1;
+      for (int a : ref_.axis_reductions.front().reduced) count *= problem.domain.at(a);
+      const double s = 1.0 + std::sqrt(static_cast<double>(count)) / 16.0;
       t.atol *= s;
       if (dtype_ == DType::kF32) t.rtol *= s;
     }

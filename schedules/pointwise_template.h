@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "schedules/arch_limits.h"
+#include "schedules/general_traits.h"
 #include "schedules/param_space.h"
 
 namespace fusekit {
@@ -46,6 +47,7 @@ struct OpTraits {
   int weight_inputs = 0;
   int reduction_pairs = 0;
   int plane_inputs = 0;
+  GeneralTraits general;  // general layouts (schedules/general_layout_template.h)
 };
 
 enum class Backend { kNvrtc, kHalide };

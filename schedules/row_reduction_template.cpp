@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/errors.h"
+#include "schedules/general_layout_template.h"
 
 namespace fusekit {
 
@@ -434,11 +435,13 @@ ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend bac
                           int cached_inputs, const OpTraits& traits) {
   if (kind == TemplateKind::kRowReduction)
     return RowReductionTemplate::space(arch, backend, element_bytes, cached_inputs, traits);
+  if (kind == TemplateKind::kGeneral) return GeneralLayoutTemplate::space(arch, backend, element_bytes, traits.general);
   return PointwiseTemplate::space(arch, backend, element_bytes, traits);
 }
 
 std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes) {
   if (kind == TemplateKind::kRowReduction) return RowReductionTemplate::seeds(backend, element_bytes);
+  if (kind == TemplateKind::kGeneral) return GeneralLayoutTemplate::seeds(backend, element_bytes);
   return PointwiseTemplate::seeds(backend, element_bytes);
 }
 
@@ -453,6 +456,7 @@ Config RowReductionTemplate::specialize(const Config& config, int64_t cols) {
 
 std::string template_size_violation(TemplateKind kind, const Config& config, Backend backend, int64_t elements,
                                     int64_t row_length) {
+  if (kind == TemplateKind::kGeneral) return "";  // every schedule guards its tiles
   if (kind == TemplateKind::kRowReduction) {
     const int64_t fixed = RowReductionTemplate::fixed_row_length(config);
     if (fixed > 0 && fixed != row_length)
@@ -479,8 +483,13 @@ std::vector<int64_t> template_verify_domain(TemplateKind kind, const Config& con
 }
 
 Config generic_schedule(TemplateKind kind) {
+  if (kind == TemplateKind::kGeneral) return GeneralLayoutTemplate::generic({});
   if (kind == TemplateKind::kRowReduction) return Config::parse("cache=0 fast=0 rows=1 split=1 threads=128 vec=1");
   return Config::parse("ept=1 fast=0 grid=0 threads=256 vec=1");
+}
+
+Backend generic_backend(TemplateKind kind) {
+  return kind == TemplateKind::kGeneral ? Backend::kHalide : Backend::kNvrtc;
 }
 
 }  // namespace fusekit

@@ -137,7 +137,8 @@ class RowReductionTemplate {
 };
 
 // Which template a candidate's kernels follow, and the tuner's view of it.
-enum class TemplateKind { kPointwise, kRowReduction };
+// kGeneral: general layouts (schedules/general_layout_template.h), Halide only.
+enum class TemplateKind { kPointwise, kRowReduction, kGeneral };
 ParamSpace template_space(TemplateKind kind, const ArchLimits& arch, Backend backend, int element_bytes,
                           int cached_inputs, const OpTraits& traits = {});
 std::vector<Config> template_seeds(TemplateKind kind, Backend backend, int element_bytes);
@@ -152,7 +153,9 @@ std::string template_size_violation(TemplateKind kind, const Config& config, Bac
 std::vector<int64_t> template_verify_domain(TemplateKind kind, const Config& config, Backend backend,
                                             std::vector<int64_t> odd);
 // The schedule of the generic variant a package always carries: no
-// alignment needs beyond an element.
+// alignment needs beyond an element (an NVRTC one; a Halide one for
+// kGeneral, see generic_backend).
 Config generic_schedule(TemplateKind kind);
+Backend generic_backend(TemplateKind kind);
 
 }  // namespace fusekit

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "search/general_layout_cost.h"
 #include "search/interfaces.h"
 
 namespace fusekit {
@@ -33,6 +34,10 @@ class AnalyticCostModel final : public CostModel {
     const double tensors = static_cast<double>(problem.input_dims.size() + problem.output_dims.size());
     const double n = static_cast<double>(problem.elements());
     for (const auto& c : batch) {
+      if (c.config.values().count("rsplit")) {  // a general layout (Halide)
+        out.push_back(predict_general_layout(problem, bytes, bytes_per_element, c.config, arch_));
+        continue;
+      }
       if (!c.config.values().count("ept")) {  // a row reduction (NVRTC or Halide schedule)
         out.push_back(predict_row_reduction(problem, bytes, bytes_per_element, c.config));
         continue;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "fusekit/shape_bucket.h"
+#include "schedules/general_layout_template.h"
 #include "schedules/row_reduction_template.h"
 
 namespace fusekit {
@@ -270,6 +271,12 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
   };
 
   for (Backend backend : options.backends) {
+    if (task.kind == TemplateKind::kGeneral && backend == Backend::kNvrtc) {
+      if (options.progress)
+        options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " nvrtc: skipped: " +
+                         GeneralLayoutTemplate::nvrtc_refusal());
+      continue;
+    }
     ParamSpace space =
         template_space(task.kind, arch, backend, static_cast<int>(elem_bytes), task.cached_inputs, task.traits);
     std::vector<Candidate> all;

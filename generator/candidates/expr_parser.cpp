@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "common/errors.h"
+#include "generator/candidates/axis_reduction.h"
 #include "generator/candidates/math_ops.h"
 
 namespace fusekit {
@@ -31,6 +32,7 @@ struct Node {
   std::vector<NodePtr> args;
   int line = 0, col = 0;
   int depth = 1;             // levels of the tree below and at this node
+  unsigned axes = 0;         // kReduce: the reduced axes (bit k = axis k)
   int64_t size = 1;          // nodes of the tree with earlier outputs inlined (capped)
 };
 
@@ -163,11 +165,20 @@ class Parser {
     int64_t total = 0;
     for (const auto& o : outputs_) total = std::min(total + o.second->size, kSizeCap);
     if (total > kMaxNodes) fail_limit(1, 1, "large", total, kMaxNodes);
-    if (reduces_ && layout_ == Layout::kNchw)
-      fail(reduce_at_.line, reduce_at_.col, "a reduction along col needs the col/row layout, not NCHW");
+    // A general layout: a permuted input, or a reduction over anything but
+    // the col axis of a col/row domain.
+    bool general = false;
+    for (const auto& in : inputs_) general |= in.permuted();
+    for (const NodePtr& r : reductions_)
+      general |= (layout_ != Layout::kRowCol && layout_ != Layout::kNd) || r->axes != 1u;
     FusionCandidate c;
     c.description = src;
-    c.layout = !reduces_ ? layout_ : layout_ == Layout::kNd ? Layout::kNdRows : Layout::kRows;
+    c.layout = general || !reduces_ ? layout_ : layout_ == Layout::kNd ? Layout::kNdRows : Layout::kRows;
+    auto general_axes = std::make_shared<std::map<const Node*, std::pair<std::vector<int>, std::vector<int>>>>();
+    if (general) {
+      c.general = true;
+      c.output_axes = general_output_axes(general_axes.get());
+    }
     for (const auto& in : inputs_) c.inputs.push_back(in);
     for (const auto& p : params_) c.params.push_back(p);
     std::vector<NodePtr> roots;
@@ -175,10 +186,10 @@ class Parser {
       c.outputs.push_back(name);
       roots.push_back(node);
     }
-    c.algorithm = [roots](const AlgorithmContext& ctx) {
+    c.algorithm = [roots, general_axes](const AlgorithmContext& ctx) {
       std::vector<Halide::Expr> out;
       Lowered memo;  // a node shared by several outputs is lowered once
-      for (const auto& r : roots) out.push_back(lower(*r, ctx, &memo));
+      for (const auto& r : roots) out.push_back(lower(*r, ctx, &memo, general_axes.get()));
       return out;
     };
     return c;
@@ -322,31 +333,119 @@ class Parser {
                             std::string(" or d0..d3 (up to 4-D, d0 the last axis)"));
   }
 
-  // sum(e, col), mean(e, col), max(e, col): a reduction along each row; the
-  // candidate becomes a row reduction. Returns null for max(a, b) and other
-  // calls (nothing consumed but the first argument, which it then keeps).
+  static bool is_axis_name(const std::string& s) {
+    for (Layout l : {Layout::kRowCol, Layout::kNchw, Layout::kNd})
+      for (const auto& a : layout_axes(l))
+        if (a == s) return true;
+    return false;
+  }
+
+  // Whether the tokens from `at` are axis names (separated by spaces or
+  // commas) up to a ')': a reduction's axis list.
+  bool axis_list_at(size_t at) const {
+    if (toks_[at].kind != Tok::kName) return false;
+    for (;; ++at) {
+      if (toks_[at].kind == Tok::kOp && toks_[at].text == ")") return true;
+      if (toks_[at].kind == Tok::kOp && toks_[at].text == ",") continue;
+      if (toks_[at].kind != Tok::kName || !is_axis_name(toks_[at].text)) return false;
+      if (is_taken(toks_[at].text)) return false;
+    }
+  }
+
+  // sum(e, AXES), mean(e, AXES), max(e, AXES): a reduction of e over the
+  // listed axes (names separated by spaces or commas). Over col of a
+  // col/row domain it is a row reduction; over any other axes (mean over
+  // hw, statistics over n hw, a softmax's max over c) the candidate has a
+  // general layout. Returns null for max(a, b) and other calls (nothing
+  // consumed but the first argument, which it then keeps).
   NodePtr reduction(const Token& t) {
     if (t.text != "sum" && t.text != "mean" && t.text != "max") return nullptr;
-    const size_t start = pos_;
+    const size_t start = pos_, reductions = reductions_.size();
     NodePtr value = expr();
-    if (!accept_op(",") || peek().kind != Tok::kName ||
-        (peek().text != "col" && peek().text != "row" && peek().text != "d0") ||
-        toks_[pos_ + 1].kind != Tok::kOp || toks_[pos_ + 1].text != ")") {
+    if (!accept_op(",") || !axis_list_at(pos_)) {
       pos_ = start;  // an ordinary call: parse its arguments again
+      reductions_.resize(reductions);  // and the reductions inside them
       if (t.text == "max") return nullptr;
-      fail(t.line, t.col, t.text + "() reduces along an axis: write " + t.text + "(e, col)");
+      fail(t.line, t.col, t.text + "() reduces over axes: write " + t.text + "(e, col) along each row, or e.g. " +
+                              t.text + "(e, hw) or " + t.text + "(e, n hw) over axes of an NCHW domain");
     }
-    const Token axis = next();
-    next();  // ')'
-    if (axis.text != "col" && axis.text != "d0")
-      fail(axis.line, axis.col, "reductions run along each row's last axis: write " + t.text + "(e, col)");
-    if (axis.text == "d0") axis_index(axis);  // an nd reduction: the row is (d1, d2, d3)
-    if (layout_ == Layout::kNchw)
-      fail(t.line, t.col, "a reduction along col needs the col/row layout, not NCHW");
+    unsigned axes = 0;
+    while (!accept_op(")")) {
+      if (accept_op(",")) continue;
+      const Token a = next();
+      // In a d0..d3 expression `col` names d0, the row's last axis.
+      const unsigned bit = 1u << (layout_ == Layout::kNd && a.text == "col" ? 0 : axis_index(a));
+      if (axes & bit) fail(a.line, a.col, "axis '" + a.text + "' repeated");
+      axes |= bit;
+    }
+    if (layout_ == Layout::kNd && axes != 1u)
+      fail(t.line, t.col, "an nd reduction runs along d0, the last axis: write " + t.text + "(e, d0)");
     require_value(value);
     if (!reduces_) reduce_at_ = t;
     reduces_ = true;
-    return make(Node::Kind::kReduce, t, t.text, {value});
+    auto n = make(Node::Kind::kReduce, t, t.text, {value});
+    n->axes = axes;
+    reductions_.push_back(n);
+    return n;
+  }
+
+  // The axes a node varies along (bit k = axis k of the final layout).
+  unsigned node_axes(const Node& n, std::map<const Node*, unsigned>* memo) {
+    if (auto it = memo->find(&n); it != memo->end()) return it->second;
+    unsigned m = 0;
+    const unsigned all = (1u << layout_axes(layout_).size()) - 1;
+    if (n.kind == Node::Kind::kInput) {
+      for (const auto& in : inputs_)
+        if (in.name == n.name) {
+          if (in.full()) m = all;
+          for (int a : in.axes) m |= 1u << a;
+        }
+    } else {
+      for (const auto& a : n.args) m |= node_axes(*a, memo);
+      if (n.kind == Node::Kind::kReduce) {
+        if ((m & n.axes) != n.axes) {
+          std::string missing;
+          for (size_t k = 0; k < layout_axes(layout_).size(); ++k)
+            if ((n.axes >> k & 1u) && !(m >> k & 1u)) missing += (missing.empty() ? "" : " ") + layout_axes(layout_)[k];
+          fail(n.line, n.col, n.name + "() over " + missing + " of a value that does not vary along " + missing);
+        }
+        m &= ~n.axes;
+      }
+    }
+    memo->emplace(&n, m);
+    return m;
+  }
+
+  static std::vector<int> bits(unsigned m) {
+    std::vector<int> v;
+    for (int k = 0; k < 32; ++k)
+      if (m >> k & 1u) v.push_back(k);
+    return v;
+  }
+
+  // A general layout's output axes (every output's must agree), and each
+  // reduction's reduced and kept axes into `axes`.
+  std::vector<int> general_output_axes(std::map<const Node*, std::pair<std::vector<int>, std::vector<int>>>* axes) {
+    std::map<const Node*, unsigned> memo;
+    unsigned first = 0;
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      const Node& root = *outputs_[o].second;
+      const unsigned m = node_axes(root, &memo);
+      if (m == 0)
+        fail(root.line, root.col, "output '" + outputs_[o].first + "' is constant over the domain; a general layout's "
+                                  "outputs are indexed by the axes they vary along");
+      if (o > 0 && m != first)
+        fail(root.line, root.col, "output '" + outputs_[o].first + "' varies along " +
+                                      axis_list(layout_, bits(m), " ") + " but '" + outputs_[0].first + "' along " +
+                                      axis_list(layout_, bits(first), " ") +
+                                      "; outputs of one expression share their axes: write them as two expressions");
+      if (o == 0) first = m;
+    }
+    for (const NodePtr& r : reductions_) {
+      const unsigned inner = node_axes(*r->args[0], &memo);
+      (*axes)[r.get()] = {bits(r->axes), bits(inner & ~r->axes)};
+    }
+    return bits(first);
   }
 
   NodePtr input_ref(const Token& t, std::vector<int> axes) {
@@ -416,10 +515,13 @@ class Parser {
         axes.push_back(k);
       } while (accept_op(","));
       expect_op("]", "to close the index");
-      for (size_t k = 1; k < axes.size(); ++k)
-        if (axes[k] < axes[k - 1])
-          fail(t.line, t.col, "list the axes of '" + t.text + "' innermost first (col before row; hw before c before n" +
-                                  std::string(layout_ == Layout::kNd ? "; d0 before d1 before d2 before d3)" : ")"));
+      // Axes out of order read the input through a permutation: they are
+      // its storage order, innermost first (x[row, col] is x transposed).
+      // General broadcasting (d0..d3) takes no permutation.
+      if (layout_ == Layout::kNd)
+        for (size_t k = 1; k < axes.size(); ++k)
+          if (axes[k] < axes[k - 1])
+            fail(t.line, t.col, "list the axes of '" + t.text + "' innermost first (d0 before d1 before d2 before d3)");
       return input_ref(t, std::move(axes));
     }
     for (const auto& c : kCalls)
@@ -433,30 +535,32 @@ class Parser {
   }
 
   using Lowered = std::map<const Node*, Halide::Expr>;
+  // A general layout's reductions: reduced and kept axes per node.
+  using GeneralAxes = std::map<const Node*, std::pair<std::vector<int>, std::vector<int>>>;
 
-  static Halide::Expr lower(const Node& n, const AlgorithmContext& ctx, Lowered* memo) {
+  static Halide::Expr lower(const Node& n, const AlgorithmContext& ctx, Lowered* memo, const GeneralAxes* general) {
     if (auto it = memo->find(&n); it != memo->end()) return it->second;
-    Halide::Expr e = lower_node(n, ctx, memo);
+    Halide::Expr e = lower_node(n, ctx, memo, general);
     memo->emplace(&n, e);
     return e;
   }
 
-  static Halide::Expr lower_node(const Node& n, const AlgorithmContext& ctx, Lowered* memo) {
+  static Halide::Expr lower_node(const Node& n, const AlgorithmContext& ctx, Lowered* memo, const GeneralAxes* general) {
     using Halide::Expr;
     switch (n.kind) {
       case Node::Kind::kNumber: return Expr(static_cast<float>(n.number));
       case Node::Kind::kInput: return ctx.in(n.name);
       case Node::Kind::kParam: return ctx.param(n.name);
-      case Node::Kind::kUnary: return -lower(*n.args[0], ctx, memo);
+      case Node::Kind::kUnary: return -lower(*n.args[0], ctx, memo, general);
       case Node::Kind::kBinary: {
-        Expr a = lower(*n.args[0], ctx, memo), b = lower(*n.args[1], ctx, memo);
+        Expr a = lower(*n.args[0], ctx, memo, general), b = lower(*n.args[1], ctx, memo, general);
         if (n.name == "+") return a + b;
         if (n.name == "-") return a - b;
         if (n.name == "*") return a * b;
         return a / b;
       }
       case Node::Kind::kCompare: {
-        Expr a = lower(*n.args[0], ctx, memo), b = lower(*n.args[1], ctx, memo);
+        Expr a = lower(*n.args[0], ctx, memo, general), b = lower(*n.args[1], ctx, memo, general);
         if (n.name == "<") return a < b;
         if (n.name == "<=") return a <= b;
         if (n.name == ">") return a > b;
@@ -466,11 +570,13 @@ class Parser {
       }
       case Node::Kind::kReduce: {
         const Reduction kind = n.name == "sum" ? Reduction::kSum : n.name == "mean" ? Reduction::kMean : Reduction::kMax;
-        return ctx.reduce(kind, lower(*n.args[0], ctx, memo));
+        if (auto it = general->find(&n); it != general->end())
+          return ctx.reduce_axes(kind, lower(*n.args[0], ctx, memo, general), it->second.first, it->second.second);
+        return ctx.reduce(kind, lower(*n.args[0], ctx, memo, general));
       }
       case Node::Kind::kCall: {
         std::vector<Expr> a;
-        for (const auto& arg : n.args) a.push_back(lower(*arg, ctx, memo));
+        for (const auto& arg : n.args) a.push_back(lower(*arg, ctx, memo, general));
         const std::string& f = n.name;
         if (f == "exp") return Halide::exp(a[0]);
         if (f == "log") return Halide::log(a[0]);
@@ -502,6 +608,7 @@ class Parser {
   Layout layout_ = Layout::kFlat;
   bool reduces_ = false;
   Token reduce_at_;  // the first reduction, for errors
+  std::vector<NodePtr> reductions_;  // every reduction parsed, in order
   std::vector<InputSpec> inputs_;
   std::vector<ParamSpec> params_;
   std::vector<std::pair<std::string, NodePtr>> outputs_;

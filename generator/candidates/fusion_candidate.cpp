@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "generator/candidates/axis_reduction.h"
 #include "generator/candidates/storage_bits.h"
 
 namespace fusekit {
@@ -91,6 +92,18 @@ std::vector<int64_t> FusionCandidate::domain_for_shape(const std::vector<int64_t
   return d;
 }
 
+Halide::Expr AlgorithmContext::reduce_axes(Reduction kind, const Halide::Expr&, const std::vector<int>&,
+                                           const std::vector<int>&) const {
+  throw UserError(std::string("a ") + reduction_name(kind) + " over named axes has no domain here");
+}
+
+std::vector<int64_t> FusionCandidate::output_dims(const std::vector<int64_t>& domain) const {
+  if (!general || output_axes.size() == domain.size()) return domain;
+  std::vector<int64_t> dims;
+  for (int a : output_axes) dims.push_back(domain.at(a));
+  return dims;
+}
+
 std::vector<int64_t> FusionCandidate::input_dims(size_t i, const std::vector<int64_t>& domain) const {
   const InputSpec& in = inputs.at(i);
   if (in.full()) return domain;
@@ -122,7 +135,8 @@ class Context final : public AlgorithmContext {
       } else {
         for (int a : c_.inputs[i].axes) args.push_back(p_.vars.at(a));
       }
-      Halide::Expr e = p_.inputs[i](args);
+      Halide::Expr e = p_.permuted_reads.size() > i && p_.permuted_reads[i].defined() ? p_.permuted_reads[i](args)
+                                                                                   : p_.inputs[i](args);
       if (f64_) return Halide::cast<double>(e);
       if (p_.storage == Halide::UInt(16)) return widen_storage_bits(e, p_.dtype);
       return p_.storage == Halide::Float(32) ? e : Halide::cast<float>(e);
@@ -172,6 +186,24 @@ class Context final : public AlgorithmContext {
     p_.reductions.push_back(red);
     return red.func(row_args);
   }
+  Halide::Expr reduce_axes(Reduction kind, const Halide::Expr& value, const std::vector<int>& reduced,
+                           const std::vector<int>& kept) const override {
+    if (!c_.general)
+      throw UserError(std::string("a ") + reduction_name(kind) + " over named axes needs a general layout (" + c_.name +
+                      " is " + layout_name(c_.layout) + ")");
+    // The same reduction written twice is reduced once.
+    for (const AxisReduction& r : p_.axis_reductions)
+      if (r.kind == kind && r.reduced == reduced && Halide::Internal::graph_equal(r.body.value(), value)) {
+        std::vector<Halide::Expr> at;
+        for (int a : kept) at.push_back(p_.vars.at(a));
+        return r.func(at);
+      }
+    p_.axis_reductions.push_back(
+        make_axis_reduction(kind, value, reduced, kept, p_.vars, p_.axis_extents, f64_, p_.axis_reductions.size()));
+    std::vector<Halide::Expr> at;
+    for (int a : kept) at.push_back(p_.vars.at(a));
+    return p_.axis_reductions.back().func(at);
+  }
   bool f64_ = false;
 
  private:
@@ -206,8 +238,12 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_red
   }
   for (size_t i = 0; i < candidate.inputs.size() && !p.row_length.defined(); ++i)
     if (candidate.inputs[i].full()) p.row_length = p.inputs[i].dim(0).extent();
+  if (candidate.general) {
+    p.axis_extents = axis_extents(candidate, p.inputs, p.vars.size());
+    p.permuted_reads = permuted_reads(candidate, p.inputs);
+  }
   Context ctx(candidate, p);
-  ctx.f64_ = f64_reductions && candidate.reduces();
+  ctx.f64_ = f64_reductions && (candidate.reduces() || candidate.general);
   std::vector<Halide::Expr> values = candidate.algorithm(ctx);
   FUSEKIT_INTERNAL_ASSERT(values.size() == candidate.outputs.size(),
                           candidate.name + ": algorithm returned the wrong number of outputs");
@@ -218,6 +254,10 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_red
   }
   p.output = Halide::Func(kHalideOutputName);
   std::vector<Halide::Var> args(p.vars.begin(), p.vars.end());
+  if (candidate.general && candidate.output_axes.size() != p.vars.size()) {
+    args.clear();
+    for (int a : candidate.output_axes) args.push_back(p.vars.at(a));
+  }
   if (p.stored.size() == 1) p.output(args) = p.stored[0];
   else p.output(args) = Halide::Tuple(p.stored);
   return p;
@@ -226,7 +266,7 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_red
 void Pipeline::constrain_buffers() {
   for (auto& in : inputs) constrain(in, static_cast<size_t>(in.dimensions()), true);
   auto outs = output.output_buffers();
-  for (size_t i = 0; i < outs.size(); ++i) constrain(outs[i], vars.size(), i == 0);
+  for (size_t i = 0; i < outs.size(); ++i) constrain(outs[i], static_cast<size_t>(output.dimensions()), i == 0);
 }
 
 std::vector<Halide::Argument> Pipeline::arguments() const {
@@ -252,6 +292,10 @@ std::string canonical_pipeline_text(const FusionCandidate& candidate, DType dtyp
   for (const auto& prm : candidate.params) s << " param " << prm.name << ";";
   for (const auto& r : p.reductions)
     s << " " << r.func.name() << " = " << reduction_name(r.kind) << " over col of " << r.body.value() << ";";
+  for (const auto& r : p.axis_reductions)
+    s << " " << r.func.name() << " = " << reduction_name(r.kind) << " over " << axis_list(candidate.layout, r.reduced)
+      << " of " << r.body.value() << ";";
+  if (candidate.general) s << " outputs over " << axis_list(candidate.layout, candidate.output_axes) << ";";
   for (size_t i = 0; i < p.stored.size(); ++i) s << " " << candidate.outputs[i] << " = " << p.stored[i] << ";";
   // Halide makes names unique per process ("in_x_im$2", the lets "t319" of
   // a Func definition); the key must not depend on how many pipelines were

@@ -15,6 +15,13 @@
 //   ndrows  d0, d1, d2, d3    nd whose algorithm reduces along d0; a row is
 //                             one (d1, d2, d3) point
 // An input is either full-shape or indexed by a subset of the axes.
+//
+// A general-layout candidate (`general`, generator/halide/general_layout.h)
+// is neither flat nor last-axis rows: it reduces over named axes of its
+// rowcol or nchw domain (mean over hw, statistics over n and hw, a softmax
+// over c), its outputs may be indexed by the kept axes only, and an input
+// may be read through a permutation (axes listed in storage order, e.g. a
+// transposed x[row, col]). Only the Halide backend lays these out.
 #pragma once
 
 #include <Halide.h>
@@ -42,6 +49,13 @@ struct InputSpec {
   // A row reduction reads it row by row like a full input: full-shape, or
   // (ndrows) indexed by d0 and an outer axis, each row at its own offset.
   bool reads_rows() const { return full() || (axes.size() > 1 && axes.front() == 0); }
+  // Axes not in ascending order: the tensor is stored in the listed order
+  // (a general-layout candidate's transposed or permuted input).
+  bool permuted() const {
+    for (size_t k = 1; k < axes.size(); ++k)
+      if (axes[k] < axes[k - 1]) return true;
+    return false;
+  }
 };
 
 struct ParamSpec {
@@ -63,6 +77,11 @@ class AlgorithmContext {
   // Expr that is constant across the row. `rows` layout only (UserError
   // otherwise).
   virtual Halide::Expr reduce(Reduction kind, const Halide::Expr& value) const = 0;
+  // `value` reduced over the domain axes `reduced`: an Expr over the `kept`
+  // axes (both innermost first). General-layout candidates only.
+  // UserError by default (contexts that have no domain to reduce over).
+  virtual Halide::Expr reduce_axes(Reduction kind, const Halide::Expr& value, const std::vector<int>& reduced,
+                                   const std::vector<int>& kept) const;
 };
 
 // Returns one f32 Expr per output.
@@ -76,10 +95,21 @@ struct FusionCandidate {
   std::vector<ParamSpec> params;
   std::vector<std::string> outputs;
   AlgorithmFn algorithm;
+  // A general layout (see the top of this file); `output_axes` then lists
+  // the domain axes every output is indexed by, innermost first (all of
+  // them when it is as long as the domain).
+  bool general = false;
+  std::vector<int> output_axes;
 
   bool reduces() const { return layout == Layout::kRows || layout == Layout::kNdRows; }
   // The schedule template its kernels follow.
-  TemplateKind template_kind() const { return reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise; }
+  TemplateKind template_kind() const {
+    if (general) return TemplateKind::kGeneral;
+    return reduces() ? TemplateKind::kRowReduction : TemplateKind::kPointwise;
+  }
+  // Output dims for a domain: the domain itself, or a general layout's
+  // output axes of it.
+  std::vector<int64_t> output_dims(const std::vector<int64_t>& domain) const;
   // Inputs of the whole domain (a row reduction's register cache holds these,
   // and the rows of an ndrows input indexed by d0 and an outer axis).
   int full_inputs() const {
@@ -115,6 +145,17 @@ struct RowReduction {
   Halide::RDom rdom;   // over the row's columns, in `total`'s update
 };
 
+// One reduction of a general-layout pipeline over some domain axes:
+// func(kept) = reduce over `reduced` of body(all axes).
+struct AxisReduction {
+  Reduction kind = Reduction::kSum;
+  std::vector<int> reduced, kept;  // domain axes, innermost first
+  Halide::Func body;               // over every domain var, f32 (f64 in the reference)
+  Halide::Func func;               // over the kept vars; the mean already divided
+  Halide::Func total;              // over the kept vars: the running sum or max `func` reads
+  Halide::RDom rdom;               // over the reduced axes, innermost first, in `total`'s update
+};
+
 struct Pipeline {
   DType dtype = DType::kF32;
   Halide::Type storage;                  // Float(32), Float(16) or BFloat(16); UInt(16) for bits storage
@@ -125,6 +166,12 @@ struct Pipeline {
   Halide::Func output;                   // one Func; a Tuple when several outputs
   std::vector<RowReduction> reductions;  // in the order the algorithm made them
   Halide::Expr row_length;               // `rows` and `ndrows` layouts: the col (d0) extent
+  std::vector<AxisReduction> axis_reductions;  // general layouts, in the order the algorithm made them
+  std::vector<Halide::Expr> axis_extents;      // general layouts: each domain axis's extent, from an input
+  // General layouts: per input, for a permuted one, the Func the algorithm
+  // reads it through (coordinates clamped to the tensor, so a schedule may
+  // stage whole tiles of it); undefined for the others.
+  std::vector<Halide::Func> permuted_reads;
 
   // Buffer constraints (min 0, dense strides) on inputs and outputs.
   void constrain_buffers();

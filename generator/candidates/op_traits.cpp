@@ -2,6 +2,8 @@
 // reductions one combine can finish together.
 #include "generator/candidates/op_traits.h"
 
+#include "generator/candidates/general_layout.h"
+
 #include <algorithm>
 
 namespace fusekit {
@@ -50,6 +52,10 @@ std::vector<ReductionPair> find_reduction_pairs(const Pipeline& pipe) {
 
 OpTraits op_traits(const FusionCandidate& candidate, DType dtype) {
   OpTraits t;
+  if (candidate.general) {
+    t.general = general_traits(candidate, dtype);
+    return t;
+  }
   if (!candidate.reduces()) {
     for (const auto& in : candidate.inputs) {
       if (in.full()) continue;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/errors.h"
+#include "generator/candidates/general_layout.h"
 #include "generator/halide/gpu_math_lowering.h"
 #include "generator/halide/sink_scalar_math.h"
 #include "schedules/pointwise_template.h"
@@ -198,8 +199,15 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
     lower_gpu_math_calls(r.total);
     lower_gpu_math_calls(r.func);
   }
+  for (auto& r : p.axis_reductions) {
+    lower_gpu_math_calls(r.body);
+    lower_gpu_math_calls(r.total);
+    lower_gpu_math_calls(r.func);
+  }
   p.constrain_buffers();
-  if (cand.reduces()) {
+  if (cand.general) {
+    GeneralLayoutTemplate::apply_halide(general_layout_shape(cand, p), config);
+  } else if (cand.reduces()) {
     std::vector<std::pair<Func, RDom>> reductions;
     for (const auto& r : p.reductions) reductions.push_back({r.total, r.rdom});
     RowReductionTemplate::apply_halide(p.output, p.vars, reductions, p.inputs, static_cast<int>(dtype_bytes(dtype)),
@@ -222,7 +230,7 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   fn->body.accept(&finder);
   if (finder.sites.size() != 1)
     throw UserError("halide backend: schedule produced " + std::to_string(finder.sites.size()) +
-                    " GPU kernels; the pointwise template expects exactly one");
+                    " GPU kernels; the templates expect exactly one");
   if (finder.init_calls != 1 || finder.ptx.empty())
     throw UserError("halide backend: no PTX module found in the lowered pipeline");
   const KernelSite& site = finder.sites.front();
@@ -252,7 +260,9 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   if (!name) throw UserError("halide backend: kernel name is not a constant");
   art.entry = name->value;
   art.target_sm = arch.halide_cuda_capability;
-  art.pointer_alignment = static_cast<int>(config.get_or("vec", 1) * dtype_bytes(dtype));
+  // A general-layout schedule declares no alignment: Halide proves none and
+  // its vectors load element by element where it cannot.
+  art.pointer_alignment = static_cast<int>((cand.general ? 1 : config.get_or("vec", 1)) * dtype_bytes(dtype));
   if (cand.reduces()) {
     art.row_multiple = RowReductionTemplate::row_multiple(config, Backend::kHalide);
     art.row_length = RowReductionTemplate::fixed_row_length(config);

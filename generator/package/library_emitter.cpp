@@ -24,6 +24,7 @@
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/candidate_workload.h"
+#include "generator/candidates/catalog.h"
 #include "generator/package/gemm_entries.h"
 #include "generator/nvrtc/pointwise_printer.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
@@ -50,6 +51,12 @@ struct Variant {
   std::string schedule, record_id, gpu_name;
   bool measured = false;
 };
+
+bool is_catalog_pattern(const std::string& name) {
+  for (const auto& c : catalog())
+    if (c.name == name) return true;
+  return false;
+}
 
 std::string c_string(const std::string& s) {
   std::string out = "\"";
@@ -91,12 +98,8 @@ KernelArtifact build_ptx(const FusionCandidate& cand, DType dtype, const Config&
 // its reference.
 nlohmann::json expression_sources(const std::vector<FusionCandidate>& candidates) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& cand : candidates) {
-    const auto& cat = catalog();
-    const bool listed =
-        std::any_of(cat.begin(), cat.end(), [&](const FusionCandidate& c) { return c.name == cand.name; });
-    if (!listed) out[cand.name] = cand.description;
-  }
+  for (const auto& cand : candidates)
+    if (!is_catalog_pattern(cand.name)) out[cand.name] = cand.description;
   return out;
 }
 
@@ -169,7 +172,7 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
         g.sm = arch.number();
         const Config generic = generic_schedule(cand.template_kind());
         g.schedule = generic.to_string();
-        batch.push_back({Backend::kNvrtc, generic});
+        batch.push_back({generic_backend(cand.template_kind()), generic});
         arch_variants.push_back(std::move(g));
         std::vector<KernelArtifact> arts = build_all(cand, dt, limits, batch);
         for (size_t i = 0; i < arch_variants.size(); ++i) {
@@ -363,9 +366,11 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
        "int finish(const fusekit::Status& st) {\n"
        "  if (st.ok()) last_error.clear();\n  else last_error = st.message();\n"
        "  return static_cast<int>(st.code());\n}\n\n"
-       "// Shape of each op: rank, and per input the axes it is indexed by (bit k = axis k, innermost first; 0 = full).\n"
+       "// Shape of each op: rank, and per input the axes it is indexed by (bit k = axis k, innermost first; 0 = full);\n"
+       "// a permuted input's axes in storage order (4 bits each, axis + 1, innermost first; 0 = as `axes`), and\n"
+       "// the outputs' axes (bits; 0 = the whole domain).\n"
        "struct OpShape {\n  const char* op;\n  int rank;\n  int inputs;\n  int outputs;\n  int params;\n"
-       "  unsigned axes[16];\n};\n\nconst OpShape kOps[] = {\n";
+       "  unsigned axes[16];\n  unsigned order[16];\n  unsigned out_axes;\n};\n\nconst OpShape kOps[] = {\n";
   std::set<std::string> seen;
   for (const auto& [c, dt] : ops) {
     if (!seen.insert(c->name).second) continue;
@@ -377,7 +382,20 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
       for (int ax : in.axes) mask |= 1u << ax;
       a << mask << "u, ";
     }
-    a << "}},\n";
+    a << "}";
+    if (c->general) {  // general layouts: permuted inputs and reduced outputs
+      a << ", {";
+      for (const auto& in : c->inputs) {
+        unsigned order = 0;
+        for (size_t k = in.permuted() ? in.axes.size() : 0; k-- > 0;) order = order << 4 | (in.axes[k] + 1u);
+        a << order << "u, ";
+      }
+      unsigned out = 0;
+      if (c->output_axes.size() != layout_axes(c->layout).size())
+        for (int ax : c->output_axes) out |= 1u << ax;
+      a << "}, " << out << "u";
+    }
+    a << "},\n";
   }
   a << "};\n\n"
        "// Builds the launch from a domain (innermost first) and pointers, then launches.\n"
@@ -393,13 +411,19 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
        "  a.inputs.resize(op.inputs);\n"
        "  for (int i = 0; i < op.inputs; ++i) {\n"
        "    s.inputs[i].clear();\n"
-       "    for (int k = 0; k < op.rank; ++k)\n"
+       "    for (unsigned o = op.order[i]; o != 0; o >>= 4) s.inputs[i].push_back(s.domain[(o & 15u) - 1]);\n"
+       "    for (int k = 0; k < op.rank && op.order[i] == 0; ++k)\n"
        "      if (op.axes[i] == 0 || (op.axes[i] >> k & 1u)) s.inputs[i].push_back(s.domain[k]);\n"
        "    a.inputs[i] = reinterpret_cast<CUdeviceptr>(in[i]);\n  }\n"
        "  s.outputs.resize(op.outputs);\n"
        "  a.outputs.resize(op.outputs);\n"
        "  for (int o = 0; o < op.outputs; ++o) {\n"
        "    s.outputs[o] = s.domain;\n"
+       "    if (op.out_axes != 0) {\n"
+       "      s.outputs[o].clear();\n"
+       "      for (int k = 0; k < op.rank; ++k)\n"
+       "        if (op.out_axes >> k & 1u) s.outputs[o].push_back(s.domain[k]);\n"
+       "    }\n"
        "    a.outputs[o] = reinterpret_cast<CUdeviceptr>(out[o]);\n  }\n"
        "  a.params.assign(params, params + op.params);\n"
        "  return finish(fusekit_kernels_package().launch(op.op, dtype, s, a, stream));\n}\n\n"

@@ -65,8 +65,9 @@ TEST(ExprParser, ErrorsNameLineAndColumn) {
   EXPECT_EQ(parse_error("out = x y"), "expression:1:9: expected ';' or a new line after the statement, found 'y'");
   EXPECT_EQ(parse_error("  # only a comment\n"), "expression:1:1: no output: write e.g. 'out = relu(x) + y'");
   EXPECT_EQ(parse_error("out = exp"), "expression:1:7: 'exp' is a function; call it as exp(...)");
-  EXPECT_EQ(parse_error("out = x[row, col]"),
-            "expression:1:7: list the axes of 'x' innermost first (col before row; hw before c before n)");
+  EXPECT_EQ(parse_error("out = x[row, row]"), "expression:1:14: axis 'row' repeated");
+  // Axes out of order are a permuted input (a general layout), not an error.
+  EXPECT_TRUE(parse_expression("out = x[row, col]").general);
 }
 
 }  // namespace

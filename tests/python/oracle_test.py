@@ -121,6 +121,27 @@ EXPRESSIONS = [
     ("out = (x - mean(x, d0)) * w[d0] + g[d1,d2]", lambda i: (i["x"] - i["x"].mean(-1, keepdims=True)) * i["w"] + i["g"]),
 ]
 
+# General layouts (examples/general_layouts): reductions over non-last axes
+# and a transposed input, at odd shapes (numpy order: n, c, hw or rows, cols).
+def _bn_stats(i):
+    m = i["x"].mean(axis=(0, 2))
+    return [m, ((i["x"] - m[None, :, None]) ** 2).mean(axis=(0, 2))]
+
+
+def _softmax_c(i):
+    e = np.exp(i["x"] - i["x"].max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+GENERAL = [
+    ("out = mean(x, hw)", "3x5x17", lambda i: i["x"].mean(2)),
+    ("m = mean(x, n hw); v = mean((x - m) * (x - m), n hw)", "3x5x17", _bn_stats),
+    ("out = exp(x - max(x, c)) / sum(exp(x - max(x, c)), c)", "3x7x5", _softmax_c),
+    ("out = gelu(x[row, col] + b[col])", "7x11", lambda i: gelu(i["x"].T + i["b"])),
+    ("out = sum(x, row)", "7x11", lambda i: i["x"].sum(0)),
+    ("out = x[c, hw, n] * 2", "3x5x7", lambda i: 2 * np.transpose(i["x"], (0, 2, 1))),
+]
+
 
 def evaluate(binary, args, tmp):
     subprocess.run([binary, "eval", *args, "--out", tmp], check=True, capture_output=True)
@@ -131,7 +152,7 @@ def evaluate(binary, args, tmp):
     for d in meta["inputs"]:
         v = np.fromfile(os.path.join(tmp, d["file"]), dtype=np.float32).astype(np.float64)
         ins[d["name"]] = v.reshape(d["shape"])
-    outs = [np.fromfile(os.path.join(tmp, d["file"]), dtype=np.float32).astype(np.float64).reshape(shape)
+    outs = [np.fromfile(os.path.join(tmp, d["file"]), dtype=np.float32).astype(np.float64).reshape(d.get("shape", shape))
             for d in meta["outputs"]]
     return ins, meta["params"], outs
 
@@ -160,6 +181,13 @@ def main():
         for text, formula in EXPRESSIONS:
             size = ("3x5x7x9" if "[d" in text else "3x5x17" if "[c]" in text else "5x257" if ("col" in text)
                     else "4099")
+            ins, _, outs = evaluate(binary, ["--expr", text, "--sizes", size], tmp)
+            wants = formula(ins)
+            wants = wants if isinstance(wants, list) else [wants]
+            for k, want in enumerate(wants):
+                check(f"'{text}' output {k}", outs[k], want, failures)
+                checked += 1
+        for text, size, formula in GENERAL:
             ins, _, outs = evaluate(binary, ["--expr", text, "--sizes", size], tmp)
             wants = formula(ins)
             wants = wants if isinstance(wants, list) else [wants]
