@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "cli/cmd_model.h"
 #include "cli/cmd_tune_plan.h"
 #include "cli/tune_shard.h"
 #include "common/errors.h"
@@ -42,6 +43,12 @@ po::options_description cmd_tune_options() {
        "pointwise ops on a GPU: time each size's N fastest NVRTC schedules without load hints again with "
        "hint=2 (evict_last loads; sm_80+); 0: off")
       ("model", "rank with the analytic model even if a GPU of the arch is present")
+      ("search", po::value<std::string>()->default_value("sample"),
+       "sample: the seeds, the analytic model's favourites and a random sample, `budget` of them; guided: the "
+       "cost model's favourites in batches of 4, retrained between batches, until a batch improves on nothing")
+      ("cost-model", po::value<std::string>(),
+       "a learned model from `fusekit model train`: guides --search guided (default: the one beside --db), and "
+       "without a GPU of the arch gives the modeled times")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
       ("shard", po::value<std::string>(), "tune only this part I/N of the work (default: a Slurm array task's)")
       ("shard-count", po::value<int>()->default_value(0),
@@ -54,7 +61,8 @@ po::options_description cmd_tune_options() {
 namespace {
 
 // The measurer: the GPU when it is the requested arch, else the analytic model.
-std::unique_ptr<Measurer> pick_measurer(const po::variables_map& vm, const ArchLimits& arch) {
+std::unique_ptr<Measurer> pick_measurer(const po::variables_map& vm, const ArchLimits& arch,
+                                        const std::shared_ptr<CostModel>& learned) {
   std::unique_ptr<Measurer> measurer;
   std::string why_model;
   if (vm.count("model")) {
@@ -71,10 +79,11 @@ std::unique_ptr<Measurer> pick_measurer(const po::variables_map& vm, const ArchL
     }
   }
   if (!measurer) {
-    measurer = make_model_measurer(arch);
+    measurer = learned ? make_model_measurer(arch, learned, "learned " + arch.example_gpu) : make_model_measurer(arch);
     std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); compiling every candidate for %s and ranking with "
-                         "the analytic model; records are stored as 'modeled'\n",
-                 arch.arch.name().c_str(), why_model.c_str(), arch.arch.name().c_str());
+                         "the %s model; records are stored as 'modeled'\n",
+                 arch.arch.name().c_str(), why_model.c_str(), arch.arch.name().c_str(),
+                 learned ? "learned" : "analytic");
   } else {
     std::fprintf(stderr, "fusekit: measuring on %s (%s, %d SMs, driver %s)\n", measurer->device().gpu_name.c_str(),
                  measurer->device().arch.name().c_str(), measurer->device().sm_count,
@@ -142,7 +151,12 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
                                         vm["shard-count"].as<int>(), shard_environment());
   const bool retune = vm.count("retune") > 0;
 
-  std::unique_ptr<Measurer> measurer = pick_measurer(vm, arch);
+  const std::string search = vm["search"].as<std::string>();
+  if (search != "sample" && search != "guided")
+    throw UserError("--search '" + search + "' is not a search; give sample or guided");
+  const std::shared_ptr<CostModel> learned = tune_cost_model(vm, db_path, arch);
+  if (search == "guided") options.guide = learned ? learned : std::shared_ptr<CostModel>(make_analytic_cost_model(arch));
+  std::unique_ptr<Measurer> measurer = pick_measurer(vm, arch, learned);
   // Records a server does not take are spooled beside the default database.
   auto db = open_tune_db(db_path, OpenMode::kCreate,
                          (std::filesystem::path(default_db_path()).parent_path() / "spool").string());

@@ -25,6 +25,7 @@ constexpr struct {
     {RecordStatus::kLaunchError, "launch_error"},
     {RecordStatus::kVerifyError, "verify_error"},
     {RecordStatus::kTimeout, "timeout"},
+    {RecordStatus::kPruned, "pruned"},
 };
 }  // namespace
 

@@ -18,6 +18,7 @@ enum class RecordStatus {
   kLaunchError,    // driver refused to load or launch it
   kVerifyError,    // ran, but disagrees with the CPU reference
   kTimeout,        // did not finish in time
+  kPruned,         // illegal at every timed size, never run (search feedback only, never stored)
 };
 const char* record_status_name(RecordStatus status);
 // Throws UserError for an unknown name.
