@@ -1,5 +1,6 @@
 #include "cli/cmd_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -22,6 +23,8 @@ po::options_description cmd_model_options() {
   o.add_options()
       ("out", po::value<std::string>(),
        "`train`: the model file (default: beside the database, DB.cost-model.json); `eval`: a JSON report")
+      ("hold-out", po::value<std::vector<std::string>>()->multitoken(),
+       "`train`: leave these catalog ops' records out (to judge the model on them later)")
       ("rounds", po::value<int>()->default_value(300), "boosting rounds")
       ("threads", po::value<int>()->default_value(1), "XGBoost threads");
   return o;
@@ -69,7 +72,16 @@ int model_train(const po::variables_map& vm, const std::string& db_path) {
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : default_model_path(db_path);
   const CostTrainOptions options = train_options(vm);
   const std::vector<TuningRecord> records = measured_records(db_path);
-  const std::vector<MeasuredSchedule> schedules = measured_schedules(records);
+  std::vector<MeasuredSchedule> schedules = measured_schedules(records);
+  if (vm.count("hold-out")) {
+    const std::vector<std::string> held = split_list(vm["hold-out"].as<std::vector<std::string>>());
+    for (const std::string& op : held)
+      if (std::none_of(schedules.begin(), schedules.end(), [&](const auto& s) { return s.pattern == op; }))
+        throw UserError("--hold-out '" + op + "': the database has no measured records of that op; see `fusekit list`");
+    schedules.erase(std::remove_if(schedules.begin(), schedules.end(),
+                                   [&](const auto& s) { return std::count(held.begin(), held.end(), s.pattern) > 0; }),
+                    schedules.end());
+  }
   if (schedules.empty())
     throw UserError("database '" + mask_uri(db_path) +
                     "' holds no verified measurements of catalog ops; tune on a GPU or `fusekit db import` some");
