@@ -26,6 +26,8 @@ po::options_description cmd_model_options() {
       ("hold-out", po::value<std::vector<std::string>>()->multitoken(),
        "`train`: leave these catalog ops' records out (to judge the model on them later)")
       ("rounds", po::value<int>()->default_value(300), "boosting rounds")
+      ("fast-weight", po::value<double>()->default_value(-1),
+       "weigh every op/shape group alike and its schedules within 10 % of the best 1 + W times more; < 0: off")
       ("threads", po::value<int>()->default_value(1), "XGBoost threads");
   return o;
 }
@@ -92,6 +94,7 @@ int model_train(const po::variables_map& vm, const std::string& db_path) {
     samples.push_back(cost_sample(problems, s));
     archs.insert(s.arch);
   }
+  if (vm["fast-weight"].as<double>() >= 0) weigh_samples(schedules, vm["fast-weight"].as<double>(), &samples);
   CostModelInfo info;
   info.training_records = records.size();
   info.archs.assign(archs.begin(), archs.end());
@@ -109,6 +112,7 @@ int model_train(const po::variables_map& vm, const std::string& db_path) {
 int model_eval(const po::variables_map& vm, const std::string& db_path) {
   ModelEvalOptions options;
   options.train = train_options(vm);
+  options.fast_weight = vm["fast-weight"].as<double>();
   const std::vector<TuningRecord> records = measured_records(db_path);
   const std::vector<MeasuredSchedule> schedules = measured_schedules(records);
   if (schedules.empty())

@@ -56,12 +56,15 @@ void set_params(BoosterHandle b, const CostTrainOptions& o, bool update) {
 // The samples as a training matrix.
 std::unique_ptr<Matrix> training_matrix(const std::vector<CostSample>& samples) {
   std::vector<std::vector<float>> rows;
-  std::vector<float> labels;
+  std::vector<float> labels, weights;
   for (const auto& s : samples) {
     rows.push_back(s.features);
     labels.push_back(s.target);
+    weights.push_back(s.weight);
   }
-  return std::make_unique<Matrix>(rows, &labels);
+  auto m = std::make_unique<Matrix>(rows, &labels);
+  check(XGDMatrixSetFloatInfo(m->h, "weight", weights.data(), weights.size()), "weights");
+  return m;
 }
 
 void boost(BoosterHandle b, const Matrix& m, int rounds) {

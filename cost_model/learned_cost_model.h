@@ -18,6 +18,7 @@ namespace fusekit {
 struct CostSample {
   std::vector<float> features;
   float target = 0;
+  float weight = 1;
 };
 
 // Where a model came from (saved beside the booster).

@@ -103,6 +103,7 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
   ProblemCache problems;
   std::vector<CostSample> samples;
   for (const auto& s : schedules) samples.push_back(cost_sample(problems, s));
+  if (options.fast_weight >= 0) weigh_samples(schedules, options.fast_weight, &samples);
   std::vector<GroupEval> out;
   const std::pair<const char*, std::function<std::string(const MeasuredSchedule&)>> holdouts[] = {
       {"workload", [](const MeasuredSchedule& s) { return s.pattern; }},

@@ -21,6 +21,7 @@ struct ModelEvalOptions {
   size_t guided_explore = 1;
   double within = 0.03;     // "found": within this much of the best measured
   uint64_t seed = 1;
+  double fast_weight = -1;  // >= 0: weigh_samples with it; < 0: every sample alike
 };
 
 // One held-out group: the schedules of one op, dtype, shape, backend, arch.

@@ -1,5 +1,6 @@
 #include "cost_model/training_set.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/errors.h"
@@ -76,6 +77,21 @@ CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s) {
   const size_t bpe = problems.bytes_per_element(s);
   const ArchLimits& arch = arch_of(s);
   return {cost_features(p, bpe, candidate_of(s), arch), static_cast<float>(std::log(s.us / roofline_us(p, bpe, arch)))};
+}
+
+void weigh_samples(const std::vector<MeasuredSchedule>& schedules, double fast_weight, std::vector<CostSample>* samples) {
+  std::map<std::string, std::pair<size_t, double>> groups;  // size, best
+  for (const auto& s : schedules) {
+    auto [it, fresh] = groups.emplace(s.group(), std::make_pair(size_t{0}, s.us));
+    ++it->second.first;
+    it->second.second = std::min(it->second.second, s.us);
+  }
+  const double mean = static_cast<double>(schedules.size()) / static_cast<double>(std::max<size_t>(1, groups.size()));
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const auto& [n, best] = groups.at(schedules[i].group());
+    const double fast = schedules[i].us <= best * 1.1 ? 1.0 + fast_weight : 1.0;
+    (*samples)[i].weight = static_cast<float>(mean / static_cast<double>(n) * fast);
+  }
 }
 
 }  // namespace fusekit

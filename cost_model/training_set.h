@@ -44,4 +44,10 @@ Candidate candidate_of(const MeasuredSchedule& s);
 const ArchLimits& arch_of(const MeasuredSchedule& s);
 CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s);
 
+// Weights `samples[i]` (of `schedules[i]`) so that every group counts alike
+// (a group of n schedules weighs 1/n each, times the mean group size), and
+// a schedule within 10 % of its group's best `1 + fast_weight` times more:
+// a ranking is judged by its top.
+void weigh_samples(const std::vector<MeasuredSchedule>& schedules, double fast_weight, std::vector<CostSample>* samples);
+
 }  // namespace fusekit
