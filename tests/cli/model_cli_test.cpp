@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "tests/cli/run_command.h"
 #include "tunedb/tune_db.h"
@@ -77,6 +78,17 @@ TEST_F(ModelCli, BadInputNamesTheValue) {
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
   }
+  // A pruned result is the search's own feedback, never a record.
+  std::string line;
+  {
+    const auto r = run_command("zcat " + kSample + " | head -1");
+    line = r.out;
+  }
+  const std::string pruned = path("pruned.jsonl");
+  std::ofstream(pruned) << std::regex_replace(line, std::regex("\"status\":\"ok\""), "\"status\":\"pruned\"");
+  const auto imported = fusekit("db import --db " + path("p.db") + " " + pruned);
+  EXPECT_EQ(imported.code, 2) << imported.out;
+  EXPECT_NE(imported.out.find("field 'status' is 'pruned'"), std::string::npos) << imported.out;
   const std::string empty = path("empty.db");
   ASSERT_EQ(fusekit("tune --arch sm_80 --pattern relu_add --sizes 4096 --budget 1 --backend nvrtc --db " + empty).code, 0);
   const auto none = fusekit("model train --db " + empty);
