@@ -154,7 +154,8 @@ std::vector<std::string> worker_argv(int device) {
   return {self_binary(), "measure-worker", "--device", std::to_string(device)};
 }
 
-std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only, int device, bool require_gpu) {
+std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only, int device, bool require_gpu,
+                                        const std::shared_ptr<CostModel>& learned) {
   std::unique_ptr<Measurer> measurer;
   std::string why_model;
   if (model_only) {
@@ -176,9 +177,9 @@ std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only,
     throw UserError("no " + arch.arch.name() + " GPU " + std::to_string(device) + " to measure on: " + why_model);
   if (!measurer) {
     std::fprintf(stderr, "fusekit: no %s GPU to measure on (%s); compiling every candidate for %s and ranking with "
-                         "the analytic model; records are stored as 'modeled'\n",
-                 arch.arch.name().c_str(), why_model.c_str(), arch.arch.name().c_str());
-    return make_model_measurer(arch);
+                         "the %s model; records are stored as 'modeled'\n",
+                 arch.arch.name().c_str(), why_model.c_str(), arch.arch.name().c_str(), learned ? "learned" : "analytic");
+    return learned ? make_model_measurer(arch, learned, "learned " + arch.example_gpu) : make_model_measurer(arch);
   }
   std::fprintf(stderr, "fusekit: measuring on GPU %d, %s (%s, %d SMs, driver %s) in a worker process\n", device,
                measurer->device().gpu_name.c_str(), measurer->device().arch.name().c_str(),

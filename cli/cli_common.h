@@ -60,7 +60,8 @@ std::vector<std::string> worker_argv(int device);
 // is the requested arch, else (or with `model_only`) the analytic model,
 // with the reason on stderr. With `require_gpu` there is no fallback: a GPU
 // that is missing or of another arch is a UserError.
-std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only, int device, bool require_gpu);
+std::unique_ptr<Measurer> pick_measurer(const ArchLimits& arch, bool model_only, int device, bool require_gpu,
+                                        const std::shared_ptr<CostModel>& learned = nullptr);
 
 // Shared option declarations.
 void add_arch_option(po::options_description& o, const char* text);

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "cli/cmd_model.h"
 #include "cli/cmd_tune_plan.h"
 #include "cli/tune_devices.h"
 #include "cli/tune_shard.h"
@@ -44,6 +45,12 @@ po::options_description cmd_tune_options() {
        "pointwise ops on a GPU: time each size's N fastest NVRTC schedules without load hints again with "
        "hint=2 (evict_last loads; sm_80+); 0: off")
       ("model", "rank with the analytic model even if a GPU of the arch is present")
+      ("search", po::value<std::string>()->default_value("sample"),
+       "sample: the seeds, the analytic model's favourites and a random sample, `budget` of them; guided: the "
+       "cost model's favourites in batches of 4, retrained between batches, until a batch improves on nothing")
+      ("cost-model", po::value<std::string>(),
+       "a learned model from `fusekit model train`: guides --search guided (default: the one beside --db), and "
+       "without a GPU of the arch gives the modeled times")
       ("seed", po::value<int>()->default_value(1), "random seed for sampling")
       ("shard", po::value<std::string>(), "tune only this part I/N of the work (default: a Slurm array task's)")
       ("shard-count", po::value<int>()->default_value(0),
@@ -131,6 +138,11 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
                                         vm["shard-count"].as<int>(), shard_environment());
   const bool retune = vm.count("retune") > 0;
 
+  const std::string search = vm["search"].as<std::string>();
+  if (search != "sample" && search != "guided")
+    throw UserError("--search '" + search + "' is not a search; give sample or guided");
+  const std::shared_ptr<CostModel> learned = tune_cost_model(vm, db_path, arch);
+  if (search == "guided") options.guide = learned ? learned : std::shared_ptr<CostModel>(make_analytic_cost_model(arch));
   if (vm.count("devices")) {
     if (vm.count("model")) throw UserError("--devices measures on GPUs; --model ranks without one: give one of them");
     if (vm.count("device")) throw UserError("give --devices or --device, not both");
@@ -143,7 +155,7 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
   }
   if (vm.count("device") && vm.count("model")) throw UserError("--device measures on a GPU; --model without one");
   const int device = vm.count("device") ? int_at_least(vm, "device", 0, "a GPU ordinal (0 or more)") : 0;
-  std::unique_ptr<Measurer> measurer = pick_measurer(arch, vm.count("model") > 0, device, vm.count("device") > 0);
+  std::unique_ptr<Measurer> measurer = pick_measurer(arch, vm.count("model") > 0, device, vm.count("device") > 0, learned);
   // Records a server does not take are spooled beside the default database.
   auto db = open_tune_db(db_path, OpenMode::kCreate,
                          (std::filesystem::path(default_db_path()).parent_path() / "spool").string());

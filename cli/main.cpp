@@ -11,6 +11,7 @@
 //   fusekit build --arch sm_80,sm_86,sm_90 --out DIR [--db FILE]
 //   fusekit source --pattern NAME|--expr TEXT --arch sm_90 [--params ...]
 //   fusekit report --db FILE [--plan plan.json] [--package DIR] --out report.html
+//   fusekit model train|eval --db FILE [--out FILE]
 #include <cstdio>
 #include <iostream>
 
@@ -19,6 +20,7 @@
 #include "cli/cmd_eval.h"
 #include "cli/cmd_list.h"
 #include "cli/cmd_measure_worker.h"
+#include "cli/cmd_model.h"
 #include "cli/cmd_plan.h"
 #include "cli/cmd_report.h"
 #include "cli/cmd_source.h"
@@ -50,6 +52,7 @@ const Command kCommands[] = {
     {"source", "fusekit source --pattern NAME|--expr TEXT --arch SM [--params ...]", cmd_source_options, cmd_source},
     {"report", "fusekit report --db FILE [--plan plan.json] [--package DIR] --out report.html", cmd_report_options,
      cmd_report},
+    {"model", "fusekit model train|eval --db FILE [--out FILE]", cmd_model_options, cmd_model},
     // A developer command for the numpy oracle; not in the usage list.
     {"eval", nullptr, cmd_eval_options, cmd_eval},
     // The measuring worker a tune starts; not in the usage list.

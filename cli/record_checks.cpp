@@ -44,6 +44,8 @@ std::string record_violation(const TuningRecord& r) {
     return "field 'arch' is '" + r.arch + "'; known: " + known_arch_names();
   if (r.backend != "nvrtc" && r.backend != "halide" && r.backend != "cublaslt" && r.backend != "cublaslt+nvrtc")
     return "field 'backend' is '" + r.backend + "'; known: nvrtc halide cublaslt cublaslt+nvrtc";
+  if (r.status == RecordStatus::kPruned)
+    return "field 'status' is 'pruned', which the search only tells itself; pruned candidates are never records";
   // A build failure holds for every size, so the tuner records it at shape "any".
   const bool any_shape = r.shape == "any" && r.status != RecordStatus::kOk && r.status != RecordStatus::kModeled;
   const auto shape = any_shape ? std::optional<std::vector<int64_t>>(std::vector<int64_t>{}) : parse_shape_text(r.shape);

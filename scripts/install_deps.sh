@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(build-essential cmake libhalide14-0-dev libboost-program-options-dev libgtest-dev libbenchmark-dev
           libsqlite3-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev python3 python3-numpy
           libpq-dev postgresql libonnx-dev libprotobuf-dev
+          libxgboost-dev  # the learned cost model (cost_model/)
           python3-plotly chromium)  # fusekit report inlines plotly.js; its test renders the page in chromium
 missing=()
 for p in "${packages[@]}"; do

@@ -13,9 +13,11 @@ mkdir -p "$root/.device/lib"
 strip --strip-debug -o "$root/.device/lib/libfusekit_runtime.a" "$root/$build/runtime/libfusekit_runtime.a"
 cd "$root/.device/debs"
 # ONNX import (libonnx1, libprotobuf32) and the PostgreSQL client (libpq5 and
-# the LDAP and SASL libraries of Debian's build) joined fusekit's links too.
+# the LDAP and SASL libraries of Debian's build) joined fusekit's links too,
+# and so did XGBoost (the learned cost model: libxgboost0, libdmlc0).
 for p in libhalide14-0 libllvm14 libz3-4 libboost-program-options1.74.0 libxxhash0 \
-  libffi8 libedit2 libxml2 libtinfo6 libbsd0 libmd0 libonnx1 libprotobuf32 libpq5 libldap-2.5-0 libsasl2-2; do
+  libffi8 libedit2 libtinfo6 libbsd0 libmd0 libonnx1 libprotobuf32 libpq5 libldap-2.5-0 libsasl2-2 \
+  libxgboost0 libdmlc0; do
   ls "${p}"_*.deb >/dev/null 2>&1 || apt-get download "$p"
 done
 # Debian's LLVM links libxml2 and, through it, ICU 72: Ubuntu 24.04 machines

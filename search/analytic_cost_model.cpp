@@ -69,7 +69,7 @@ class AnalyticCostModel final : public CostModel {
     }
     return out;
   }
-  void update(const std::vector<Candidate>&, const std::vector<double>&) override {}
+  void update(const Problem&, size_t, const std::vector<Candidate>&, const std::vector<double>&) override {}
 
  private:
   // Row reductions. A block (or a cluster of `split` blocks) owns `rows`
@@ -198,8 +198,9 @@ class AnalyticCostModel final : public CostModel {
 
 class ModelMeasurer final : public Measurer {
  public:
-  explicit ModelMeasurer(const ArchLimits& arch) : model_(make_analytic_cost_model(arch)) {
-    info_.gpu_name = "model:" + arch.example_gpu;
+  ModelMeasurer(const ArchLimits& arch, std::shared_ptr<CostModel> model, const std::string& name)
+      : model_(std::move(model)) {
+    info_.gpu_name = "model:" + name;
     info_.arch = arch.arch;
     info_.sm_count = arch.sm_count;
     info_.l2_bytes = arch.l2_bytes;
@@ -220,7 +221,7 @@ class ModelMeasurer final : public Measurer {
   }
 
  private:
-  std::unique_ptr<CostModel> model_;
+  std::shared_ptr<CostModel> model_;
   DeviceInfo info_;
 };
 
@@ -231,7 +232,12 @@ std::unique_ptr<CostModel> make_analytic_cost_model(const ArchLimits& arch) {
 }
 
 std::unique_ptr<Measurer> make_model_measurer(const ArchLimits& arch) {
-  return std::make_unique<ModelMeasurer>(arch);
+  return std::make_unique<ModelMeasurer>(arch, make_analytic_cost_model(arch), arch.example_gpu);
+}
+
+std::unique_ptr<Measurer> make_model_measurer(const ArchLimits& arch, std::shared_ptr<CostModel> model,
+                                              const std::string& name) {
+  return std::make_unique<ModelMeasurer>(arch, std::move(model), name);
 }
 
 }  // namespace fusekit

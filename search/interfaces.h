@@ -50,6 +50,9 @@ struct MeasureResult {
   std::vector<double> samples_us;   // per-launch kernel times
   double verify_error = 0.0;        // Comparison::max_ratio
   std::string error;
+  // Which of the tuned problems this result is of (the Tuner's index; -1
+  // when not one of them), so a strategy learns each time at its shape.
+  int problem = -1;
   // Filled from samples_us by summarize().
   double median_us = 0.0, p20_us = 0.0, p80_us = 0.0;
   void summarize();
@@ -120,7 +123,10 @@ class CostModel {
   // Predicted kernel time in microseconds per candidate.
   virtual std::vector<double> predict(const Problem& problem, size_t bytes_per_element,
                                       const std::vector<Candidate>& batch) const = 0;
-  virtual void update(const std::vector<Candidate>& batch, const std::vector<double>& measured_us) = 0;
+  // Measured times of `batch` at `problem`: a learned model fits them, the
+  // analytic one ignores them.
+  virtual void update(const Problem& problem, size_t bytes_per_element, const std::vector<Candidate>& batch,
+                      const std::vector<double>& measured_us) = 0;
 };
 
 // Factories (implementations live in .cpp files).
@@ -134,10 +140,26 @@ std::unique_ptr<SearchStrategy> make_seeded_random_strategy(std::vector<Candidat
                                                             uint64_t seed, const std::vector<Candidate>& ranked = {},
                                                             size_t ranked_budget = 0);
 std::unique_ptr<StopCondition> make_count_stop(size_t max_candidates);
+// Model-guided search (search/guided_strategy.cpp): each batch is the
+// `batch - explore` unproposed candidates `model` predicts fastest (round
+// robin over `problems`) and `explore` seeded random others; notify() feeds
+// every timed result to model.update, so the next batch is ranked by what
+// was measured. `model` must outlive the strategy.
+std::unique_ptr<SearchStrategy> make_guided_strategy(std::vector<Candidate> space, CostModel& model,
+                                                     std::vector<Problem> problems, size_t bytes_per_element,
+                                                     size_t explore, uint64_t seed);
+// Ends a search after `max_candidates`, or after a batch (once `min_batches`
+// have run) that improved no problem's best time by more than that best's
+// own spread ((p80 - p20) / median, at least `min_gain`).
+std::unique_ptr<StopCondition> make_plateau_stop(size_t max_candidates, size_t min_batches, double min_gain);
 std::unique_ptr<CostModel> make_analytic_cost_model(const ArchLimits& arch);
 // A measurer that never runs anything: verification is skipped and the time
 // is the cost model's estimate (records get status kModeled).
 std::unique_ptr<Measurer> make_model_measurer(const ArchLimits& arch);
+// The same with another cost model's estimates (a learned one); `name`
+// follows "model:" in the records' gpu_name.
+std::unique_ptr<Measurer> make_model_measurer(const ArchLimits& arch, std::shared_ptr<CostModel> model,
+                                              const std::string& name);
 // The GPU measurer (device 0, driver API) in this process. Throws
 // UserError when no usable GPU is present, with the driver's reason.
 // make_worker_measurer (search/measure_worker.h) measures in a child process.

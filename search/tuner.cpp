@@ -185,7 +185,9 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
   auto run_batch = [&](Backend backend, const std::vector<Candidate>& batch, const std::vector<BuildResult>& built,
                        const Problem& verify, std::vector<std::vector<TimedSchedule>>* timed) {
     std::vector<TuningRecord> records;
+    // A candidate no timed size can run reaches notify() as pruned.
     std::vector<MeasureResult> batch_results(batch.size());
+    for (MeasureResult& m : batch_results) m.status = RecordStatus::kPruned;
     // Candidates still in the running, as measurer inputs.
     std::vector<size_t> alive;
     auto fail_record = [&](size_t i, const std::string& shape, const std::string& bucket, const MeasureResult& m) {
@@ -264,6 +266,7 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
           (*timed)[pi].push_back({m.median_us, batch[run[k]].config, resident_warps(arch, built[run[k]].artifact)});
         records.push_back(r);
         batch_results[run[k]] = m;
+        batch_results[run[k]].problem = static_cast<int>(pi);
       }
     }
     summary.records += db.commit(records);
@@ -315,11 +318,17 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
                                                       options.seed ^ static_cast<uint64_t>(backend), ranked,
                                                       (budget - seeds_taken) / 2);
     auto stop = make_count_stop(budget);
+    if (options.guide) {
+      strategy = make_guided_strategy(all, *options.guide, problems, elem_bytes, options.guided_explore,
+                                      options.seed ^ static_cast<uint64_t>(backend));
+      stop = make_plateau_stop(budget, 1, 0.01);
+    }
+    const size_t batch_size = options.guide ? options.guided_batch : options.batch;
     // Per timed problem, the verified generic schedules and their times.
     std::vector<std::vector<TimedSchedule>> timed(problems.size());
     size_t done = 0;
     while (!stop->is_fulfilled()) {
-      std::vector<Candidate> batch = strategy->next_batch(options.batch);
+      std::vector<Candidate> batch = strategy->next_batch(batch_size);
       if (batch.empty()) break;
       std::vector<MeasureResult> batch_results =
           run_batch(backend, batch, task.builder->build(batch), verify_problem, &timed);

@@ -27,6 +27,7 @@ constexpr struct {
     {RecordStatus::kTimeout, "timeout"},
     {RecordStatus::kFault, "fault"},
     {RecordStatus::kRevoked, "revoked"},
+    {RecordStatus::kPruned, "pruned"},
 };
 }  // namespace
 

@@ -20,6 +20,7 @@ enum class RecordStatus {
   kTimeout,        // did not finish in time
   kFault,          // faulted the GPU context or killed its measuring worker
   kRevoked,        // a winner that failed `fusekit verify --db` later: its kernel stops ranking
+  kPruned,         // illegal at every timed size, never run (search feedback only, never stored)
 };
 const char* record_status_name(RecordStatus status);
 // Throws UserError for an unknown name.

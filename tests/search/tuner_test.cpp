@@ -509,3 +509,44 @@ TEST(PipelineHash, DependsOnTheAlgorithmAndDtypeOnly) {
 
 }  // namespace
 }  // namespace fusekit
+
+namespace fusekit {
+namespace {
+
+// The analytic model, counting the updates a guided search gives it.
+class CountingModel final : public CostModel {
+ public:
+  explicit CountingModel(const ArchLimits& arch) : model_(make_analytic_cost_model(arch)) {}
+  std::vector<double> predict(const Problem& p, size_t bpe, const std::vector<Candidate>& batch) const override {
+    return model_->predict(p, bpe, batch);
+  }
+  void update(const Problem&, size_t, const std::vector<Candidate>& batch, const std::vector<double>& us) override {
+    ++updates;
+    timed += batch.size();
+    EXPECT_EQ(batch.size(), us.size());
+  }
+  int updates = 0;
+  size_t timed = 0;
+
+ private:
+  std::unique_ptr<CostModel> model_;
+};
+
+// A guided search on a GPU whose times are the model's own: the first batch
+// holds the fastest, the second improves nothing, and the plateau stops it
+// there, well inside the budget; the model heard of every verified time.
+TEST(Tuner, GuidedSearchStopsWhenABatchImprovesNothing) {
+  ModelTuning t("relu_add", DType::kF32, "sm_90", {{65536}});
+  auto guide = std::make_shared<CountingModel>(t.arch);
+  TunerOptions opt;
+  opt.guide = guide;
+  opt.hint_twins = 0;
+  tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
+  EXPECT_EQ(t.db->size(), 2 * opt.guided_batch);
+  EXPECT_EQ(guide->updates, 2);
+  EXPECT_EQ(guide->timed, 2 * opt.guided_batch);
+  for (const auto& r : t.db->all()) EXPECT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.error;
+}
+
+}  // namespace
+}  // namespace fusekit

@@ -1,0 +1,31 @@
+// The learned cost model's inputs: one fixed-length vector of numbers per
+// (problem, candidate, arch), computed from what a record holds (its shape,
+// schedule parameters and arch), so every measured record in a database is
+// a training sample without building its kernel again. A value that does
+// not apply (a pointwise schedule's `rows`) is NaN, which XGBoost treats as
+// missing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "search/interfaces.h"
+
+namespace fusekit {
+
+// Bumped whenever a feature is added, removed or computed differently: a
+// saved model of another schema is refused (retrain it).
+constexpr int kCostFeatureSchema = 1;
+
+// The names of the features, in order (the saved model lists them).
+const std::vector<std::string>& cost_feature_names();
+
+// The features of one candidate at one problem on one arch.
+std::vector<float> cost_features(const Problem& problem, size_t bytes_per_element, const Candidate& candidate,
+                                 const ArchLimits& arch);
+
+// What the model learns to predict is time over this floor (microseconds):
+// a 2 µs launch plus the problem's bytes at the arch's datasheet bandwidth.
+double roofline_us(const Problem& problem, size_t bytes_per_element, const ArchLimits& arch);
+
+}  // namespace fusekit

@@ -1,0 +1,234 @@
+#include "cost_model/learned_cost_model.h"
+
+#include <xgboost/c_api.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/errors.h"
+#include "cost_model/features.h"
+
+namespace fusekit {
+namespace {
+
+constexpr const char* kFormat = "fusekit-cost-model";
+
+void check(int rc, const char* what) {
+  if (rc != 0) throw InternalError(std::string("xgboost ") + what + ": " + XGBGetLastError());
+}
+
+// A DMatrix owned for one scope.
+struct Matrix {
+  DMatrixHandle h = nullptr;
+  Matrix(const std::vector<std::vector<float>>& rows, const std::vector<float>* labels) {
+    const size_t cols = cost_feature_names().size();
+    std::vector<float> flat;
+    flat.reserve(rows.size() * cols);
+    for (const auto& r : rows) {
+      if (r.size() != cols) throw InternalError("cost feature row of " + std::to_string(r.size()) + " values");
+      flat.insert(flat.end(), r.begin(), r.end());
+    }
+    check(XGDMatrixCreateFromMat(flat.data(), rows.size(), cols, std::nanf(""), &h), "DMatrix");
+    if (labels) check(XGDMatrixSetFloatInfo(h, "label", labels->data(), labels->size()), "labels");
+  }
+  ~Matrix() { XGDMatrixFree(h); }
+};
+
+// Training samples rows and columns; an update fits every time it was given
+// (a leaf of a single time still counts: min_child_weight 1).
+void set_params(BoosterHandle b, const CostTrainOptions& o, bool update) {
+  const std::pair<std::string, std::string> params[] = {
+      {"objective", "reg:squarederror"},
+      {"tree_method", "hist"},
+      {"max_depth", std::to_string(update ? o.update_depth : o.max_depth)},
+      {"eta", std::to_string(update ? 0.3 : o.eta)},
+      {"subsample", update ? "1" : "0.8"},
+      {"colsample_bytree", update ? "1" : "0.8"},
+      {"min_child_weight", update ? "1" : "2"},
+      {"nthread", std::to_string(o.threads)},
+      {"seed", std::to_string(o.seed)},
+      {"verbosity", "0"}};
+  for (const auto& [k, v] : params) check(XGBoosterSetParam(b, k.c_str(), v.c_str()), "parameter");
+}
+
+// The samples as a training matrix.
+std::unique_ptr<Matrix> training_matrix(const std::vector<CostSample>& samples) {
+  std::vector<std::vector<float>> rows;
+  std::vector<float> labels, weights;
+  for (const auto& s : samples) {
+    rows.push_back(s.features);
+    labels.push_back(s.target);
+    weights.push_back(s.weight);
+  }
+  auto m = std::make_unique<Matrix>(rows, &labels);
+  check(XGDMatrixSetFloatInfo(m->h, "weight", weights.data(), weights.size()), "weights");
+  return m;
+}
+
+void boost(BoosterHandle b, const Matrix& m, int rounds) {
+  int done = 0;
+  check(XGBoosterBoostedRounds(b, &done), "rounds");
+  for (int i = 0; i < rounds; ++i) check(XGBoosterUpdateOneIter(b, done + i, m.h), "update");
+}
+
+std::string buffer_of(BoosterHandle b, const char* format) {
+  bst_ulong len = 0;
+  const char* data = nullptr;
+  const std::string config = std::string("{\"format\": \"") + format + "\"}";
+  check(XGBoosterSaveModelToBuffer(b, config.c_str(), &len, &data), "save");
+  return std::string(data, len);
+}
+
+BoosterHandle booster_from(const std::string& buffer) {
+  BoosterHandle b = nullptr;
+  check(XGBoosterCreate(nullptr, 0, &b), "create");
+  if (XGBoosterLoadModelFromBuffer(b, buffer.data(), buffer.size()) != 0) {
+    const std::string why = XGBGetLastError();
+    XGBoosterFree(b);
+    throw InternalError("xgboost load: " + why);
+  }
+  return b;
+}
+
+}  // namespace
+
+std::string xgboost_version() {
+  int major = 0, minor = 0, patch = 0;
+  XGBoostVersion(&major, &minor, &patch);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+LearnedCostModel::LearnedCostModel(void* booster, CostModelInfo info, CostTrainOptions options)
+    : booster_(booster), info_(std::move(info)), options_(options), arch_(require_arch("sm_90")) {}
+
+LearnedCostModel::~LearnedCostModel() { XGBoosterFree(booster_); }
+
+std::unique_ptr<LearnedCostModel> LearnedCostModel::train(const std::vector<CostSample>& samples, CostModelInfo info,
+                                                          const CostTrainOptions& options) {
+  if (samples.empty())
+    throw UserError("no measured records to train a cost model on; tune on a GPU or `fusekit db import` records first");
+  const std::unique_ptr<Matrix> m = training_matrix(samples);
+  BoosterHandle b = nullptr;
+  check(XGBoosterCreate(&m->h, 1, &b), "create");
+  std::unique_ptr<LearnedCostModel> model(new LearnedCostModel(b, std::move(info), options));
+  set_params(b, options, false);
+  boost(b, *m, options.rounds);
+  model->info_.feature_schema = kCostFeatureSchema;
+  model->info_.xgboost_version = xgboost_version();
+  model->info_.training_samples = samples.size();
+  return model;
+}
+
+std::unique_ptr<LearnedCostModel> LearnedCostModel::clone() const {
+  std::unique_ptr<LearnedCostModel> copy(
+      new LearnedCostModel(booster_from(buffer_of(booster_, "ubj")), info_, options_));
+  copy->arch_ = arch_;
+  copy->seen_ = seen_;
+  return copy;
+}
+
+bool LearnedCostModel::knows_arch() const {
+  for (const auto& a : info_.archs)
+    if (a == arch_.arch.name()) return true;
+  return false;
+}
+
+std::vector<float> LearnedCostModel::predict_rows(const std::vector<std::vector<float>>& rows) const {
+  if (rows.empty()) return {};
+  Matrix m(rows, nullptr);
+  bst_ulong len = 0;
+  const float* out = nullptr;
+  check(XGBoosterPredict(booster_, m.h, 0, 0, 0, &len, &out), "predict");
+  return {out, out + len};
+}
+
+std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t bytes_per_element,
+                                              const std::vector<Candidate>& batch) const {
+  if (!knows_arch()) return make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
+  std::vector<std::vector<float>> rows;
+  for (const auto& c : batch) rows.push_back(cost_features(problem, bytes_per_element, c, arch_));
+  const std::vector<float> logs = predict_rows(rows);
+  const double floor_us = roofline_us(problem, bytes_per_element, arch_);
+  std::vector<double> out;
+  for (float l : logs) out.push_back(floor_us * std::exp(static_cast<double>(l)));
+  return out;
+}
+
+void LearnedCostModel::update(const Problem& problem, size_t bytes_per_element, const std::vector<Candidate>& batch,
+                              const std::vector<double>& measured_us) {
+  if (!knows_arch() || options_.update_rounds <= 0) return;
+  const double floor_us = roofline_us(problem, bytes_per_element, arch_);
+  for (size_t i = 0; i < batch.size() && i < measured_us.size(); ++i)
+    if (measured_us[i] > 0)
+      seen_.push_back({cost_features(problem, bytes_per_element, batch[i], arch_),
+                       static_cast<float>(std::log(measured_us[i] / floor_us))});
+  if (seen_.empty()) return;
+  set_params(booster_, options_, true);
+  boost(booster_, *training_matrix(seen_), options_.update_rounds);
+}
+
+void LearnedCostModel::save(const std::string& path) const {
+  nlohmann::json j;
+  j["format"] = kFormat;
+  j["feature_schema"] = info_.feature_schema;
+  j["features"] = cost_feature_names();
+  j["target"] = "log(median_us / (2 + bytes_moved / dram_bandwidth))";
+  j["xgboost_version"] = info_.xgboost_version;
+  j["training_records"] = info_.training_records;
+  j["training_samples"] = info_.training_samples;
+  j["archs"] = info_.archs;
+  j["source"] = info_.source;
+  j["fusekit_version"] = info_.fusekit_version;
+  j["trained_at"] = info_.trained_at;
+  j["booster"] = nlohmann::json::parse(buffer_of(booster_, "json"));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw UserError("cannot write the cost model to '" + path + "'; check the folder exists and is writable");
+    out << j.dump() << "\n";
+    if (!out) throw UserError("writing the cost model to '" + path + "' failed (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw UserError("cannot move the cost model into place at '" + path + "'");
+}
+
+std::unique_ptr<LearnedCostModel> LearnedCostModel::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError("no cost model at '" + path + "'; train one with `fusekit model train --db DB`");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError("'" + path + "' is not a fusekit cost model (not JSON: " + e.what() + ")");
+  }
+  if (!j.is_object() || j.value("format", "") != kFormat || !j.contains("booster"))
+    throw UserError("'" + path + "' is not a fusekit cost model (no \"format\": \"" + kFormat + "\")");
+  const int schema = j.value("feature_schema", 0);
+  if (schema != kCostFeatureSchema)
+    throw UserError("cost model '" + path + "' has feature schema " + std::to_string(schema) + ", this fusekit " +
+                    std::to_string(kCostFeatureSchema) + "; retrain it with `fusekit model train`");
+  CostModelInfo info;
+  try {
+    info.feature_schema = schema;
+    info.xgboost_version = j.at("xgboost_version").get<std::string>();
+    info.training_records = j.at("training_records").get<size_t>();
+    info.training_samples = j.at("training_samples").get<size_t>();
+    info.archs = j.at("archs").get<std::vector<std::string>>();
+    info.source = j.value("source", "");
+    info.fusekit_version = j.value("fusekit_version", "");
+    info.trained_at = j.value("trained_at", "");
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError("cost model '" + path + "' lacks a provenance field (" + e.what() + "); retrain it");
+  }
+  BoosterHandle b = nullptr;
+  try {
+    b = booster_from(j["booster"].dump());
+  } catch (const InternalError& e) {
+    throw UserError("cost model '" + path + "' holds no readable booster (" + e.what() + "); retrain it");
+  }
+  return std::unique_ptr<LearnedCostModel>(new LearnedCostModel(b, std::move(info), CostTrainOptions{}));
+}
+
+}  // namespace fusekit

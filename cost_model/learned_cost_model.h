@@ -1,0 +1,90 @@
+// The learned cost model: gradient-boosted trees (XGBoost's C API) over
+// cost_features, fit to log(measured time / roofline_us), so one model
+// covers every size and ranks within a workload by predicted time. It is
+// saved as one JSON file: the booster and its provenance (feature schema,
+// XGBoost version, training records, archs). For an arch the training data
+// has no record of, predictions are the analytic model's (the prior).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "search/interfaces.h"
+
+namespace fusekit {
+
+// One training row: features and log(us / roofline_us).
+struct CostSample {
+  std::vector<float> features;
+  float target = 0;
+  float weight = 1;
+};
+
+// Where a model came from (saved beside the booster).
+struct CostModelInfo {
+  int feature_schema = 0;
+  std::string xgboost_version;   // of the library that trained it
+  size_t training_records = 0;   // measured records read
+  size_t training_samples = 0;   // distinct schedules at a shape fit
+  std::vector<std::string> archs;
+  std::string source;            // the database it was trained on
+  std::string fusekit_version;
+  std::string trained_at;        // ISO 8601 UTC
+};
+
+struct CostTrainOptions {
+  int rounds = 300;
+  int max_depth = 6;
+  double eta = 0.1;
+  int threads = 1;   // XGBoost threads (OpenMP spins on a busy machine)
+  uint64_t seed = 1;
+  // Trees added per update() (on everything updates have seen) and their depth.
+  int update_rounds = 2;
+  int update_depth = 3;
+};
+
+// "1.7.4": the linked XGBoost's version.
+std::string xgboost_version();
+
+class LearnedCostModel final : public CostModel {
+ public:
+  ~LearnedCostModel() override;
+  LearnedCostModel(const LearnedCostModel&) = delete;
+  LearnedCostModel& operator=(const LearnedCostModel&) = delete;
+
+  // Throws UserError when there are no samples.
+  static std::unique_ptr<LearnedCostModel> train(const std::vector<CostSample>& samples, CostModelInfo info,
+                                                 const CostTrainOptions& options = {});
+  // Throws UserError naming the path when the file is missing, not a
+  // fusekit cost model or of another feature schema (retrain it).
+  static std::unique_ptr<LearnedCostModel> load(const std::string& path);
+  void save(const std::string& path) const;
+  // An independent copy (its updates do not touch this one).
+  std::unique_ptr<LearnedCostModel> clone() const;
+
+  // Which arch predict() and update() are for (default: sm_90).
+  void set_arch(const ArchLimits& arch) { arch_ = arch; }
+  // Whether the training data held records of the current arch.
+  bool knows_arch() const;
+  const CostModelInfo& info() const { return info_; }
+
+  // Predicted log(us / roofline_us) per feature row.
+  std::vector<float> predict_rows(const std::vector<std::vector<float>>& rows) const;
+  std::vector<double> predict(const Problem& problem, size_t bytes_per_element,
+                              const std::vector<Candidate>& batch) const override;
+  // Adds the times to what updates have seen and boosts update_rounds more
+  // trees on all of it (for the rest of this search; save() keeps them).
+  void update(const Problem& problem, size_t bytes_per_element, const std::vector<Candidate>& batch,
+              const std::vector<double>& measured_us) override;
+
+ private:
+  LearnedCostModel(void* booster, CostModelInfo info, CostTrainOptions options);
+  void* booster_;
+  CostModelInfo info_;
+  CostTrainOptions options_;
+  ArchLimits arch_;
+  std::vector<CostSample> seen_;
+};
+
+}  // namespace fusekit

@@ -1,0 +1,229 @@
+#include "cost_model/model_eval.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cost_model/features.h"
+
+namespace fusekit {
+namespace {
+
+// Forwards predictions and learns nothing: the guided search without updates.
+class FrozenModel final : public CostModel {
+ public:
+  explicit FrozenModel(const CostModel& m) : m_(m) {}
+  std::vector<double> predict(const Problem& p, size_t bpe, const std::vector<Candidate>& batch) const override {
+    return m_.predict(p, bpe, batch);
+  }
+  void update(const Problem&, size_t, const std::vector<Candidate>&, const std::vector<double>&) override {}
+
+ private:
+  const CostModel& m_;
+};
+
+// Regret of the best of the `k` first by `predicted`.
+double top_k_regret(const std::vector<double>& predicted, const std::vector<double>& us, size_t k) {
+  std::vector<size_t> order(us.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+  double best_pick = us[order[0]];
+  for (size_t i = 0; i < k && i < order.size(); ++i) best_pick = std::min(best_pick, us[order[i]]);
+  return best_pick / *std::min_element(us.begin(), us.end()) - 1.0;
+}
+
+// Candidates timed, in `predicted`'s order, until one is within `within`.
+double order_count(const std::vector<double>& predicted, const std::vector<double>& us, double within) {
+  std::vector<size_t> order(us.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+  const double goal = *std::min_element(us.begin(), us.end()) * (1.0 + within);
+  for (size_t i = 0; i < order.size(); ++i)
+    if (us[order[i]] <= goal) return static_cast<double>(i + 1);
+  return static_cast<double>(order.size());
+}
+
+struct Replay {
+  double found_after = 0, stop_after = 0, stop_regret = 0;
+};
+
+// The guided strategy and the plateau stop over recorded times; the search
+// goes on past the stop to see when it would have come within `within`.
+Replay replay(CostModel& model, const Problem& problem, size_t bpe, const std::vector<MeasuredSchedule>& group,
+              const ModelEvalOptions& o) {
+  std::vector<Candidate> space;
+  std::map<std::string, size_t> index;
+  double best = 1e300;
+  for (size_t i = 0; i < group.size(); ++i) {
+    space.push_back(candidate_of(group[i]));
+    index[space.back().config.to_string()] = i;
+    best = std::min(best, group[i].us);
+  }
+  auto strategy = make_guided_strategy(space, model, {problem}, bpe, o.guided_explore, o.seed);
+  auto stop = make_plateau_stop(space.size(), 1, 0.01);
+  Replay r;
+  double timed = 0, best_so_far = 1e300;
+  for (;;) {
+    const std::vector<Candidate> batch = strategy->next_batch(o.guided_batch);
+    if (batch.empty()) break;
+    std::vector<MeasureResult> results;
+    for (const Candidate& c : batch) {
+      const MeasuredSchedule& s = group[index.at(c.config.to_string())];
+      MeasureResult m;
+      m.median_us = s.us;
+      m.p20_us = s.p20_us > 0 ? s.p20_us : s.us;
+      m.p80_us = s.p80_us > 0 ? s.p80_us : s.us;
+      m.problem = 0;
+      results.push_back(m);
+      ++timed;
+      best_so_far = std::min(best_so_far, s.us);
+      if (r.found_after == 0 && best_so_far <= best * (1.0 + o.within)) r.found_after = timed;
+    }
+    strategy->notify(batch, results);
+    stop->update(results);
+    if (r.stop_after == 0 && stop->is_fulfilled()) {
+      r.stop_after = timed;
+      r.stop_regret = best_so_far / best - 1.0;
+    }
+    if (r.found_after > 0 && r.stop_after > 0) break;
+  }
+  return r;
+}
+
+std::string kind_of(const MeasuredSchedule& s) {
+  return std::string(s.rows ? "rows" : "pointwise") + " " + s.dtype + " " + s.backend;
+}
+
+}  // namespace
+
+std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& schedules,
+                                         const ModelEvalOptions& options,
+                                         const std::function<void(const std::string&)>& progress) {
+  ProblemCache problems;
+  std::vector<CostSample> samples;
+  for (const auto& s : schedules) samples.push_back(cost_sample(problems, s));
+  if (options.fast_weight >= 0) weigh_samples(schedules, options.fast_weight, &samples);
+  std::vector<GroupEval> out;
+  const std::pair<const char*, std::function<std::string(const MeasuredSchedule&)>> holdouts[] = {
+      {"workload", [](const MeasuredSchedule& s) { return s.pattern; }},
+      {"shape", [](const MeasuredSchedule& s) { return s.bucket; }}};
+  for (const auto& [holdout, fold_of] : holdouts) {
+    std::set<std::string> folds;
+    for (const auto& s : schedules) folds.insert(fold_of(s));
+    for (const std::string& fold : folds) {
+      std::vector<CostSample> train;
+      CostModelInfo info;
+      std::set<std::string> archs;
+      std::map<std::string, std::vector<size_t>> groups;
+      for (size_t i = 0; i < schedules.size(); ++i) {
+        if (fold_of(schedules[i]) == fold) {
+          groups[schedules[i].group()].push_back(i);
+          continue;
+        }
+        train.push_back(samples[i]);
+        archs.insert(schedules[i].arch);
+      }
+      if (train.empty()) continue;
+      info.archs.assign(archs.begin(), archs.end());
+      info.training_samples = train.size();
+      auto model = LearnedCostModel::train(train, info, options.train);
+      for (const auto& [name, idx] : groups) {
+        if (idx.size() < 2) continue;
+        std::vector<MeasuredSchedule> group;
+        std::vector<std::vector<float>> rows;
+        std::vector<double> us;
+        std::vector<Candidate> cands;
+        for (size_t i : idx) {
+          group.push_back(schedules[i]);
+          rows.push_back(samples[i].features);
+          us.push_back(schedules[i].us);
+          cands.push_back(candidate_of(schedules[i]));
+        }
+        const MeasuredSchedule& first = group.front();
+        const Problem& p = problems.problem(first);
+        const size_t bpe = problems.bytes_per_element(first);
+        const ArchLimits& arch = arch_of(first);
+        const std::vector<float> logs = model->predict_rows(rows);
+        const std::vector<double> learned(logs.begin(), logs.end());
+        const std::vector<double> analytic = make_analytic_cost_model(arch)->predict(p, bpe, cands);
+        GroupEval g;
+        g.holdout = holdout;
+        g.fold = fold;
+        g.kind = kind_of(first);
+        g.group = name;
+        g.schedules = idx.size();
+        g.learned_top1 = top_k_regret(learned, us, 1);
+        g.learned_top8 = top_k_regret(learned, us, 8);
+        g.analytic_top1 = top_k_regret(analytic, us, 1);
+        g.analytic_top8 = top_k_regret(analytic, us, 8);
+        g.analytic_order = order_count(analytic, us, options.within);
+        const double best = *std::min_element(us.begin(), us.end());
+        const double good = static_cast<double>(
+            std::count_if(us.begin(), us.end(), [&](double t) { return t <= best * (1.0 + options.within); }));
+        g.random_order = (static_cast<double>(us.size()) + 1.0) / (good + 1.0);
+        auto guided = model->clone();
+        guided->set_arch(arch);
+        const Replay r = replay(*guided, p, bpe, group, options);
+        g.guided = r.found_after;
+        g.stop_after = r.stop_after;
+        g.stop_regret = r.stop_regret;
+        model->set_arch(arch);
+        FrozenModel frozen(*model);
+        g.guided_static = replay(frozen, p, bpe, group, options).found_after;
+        out.push_back(g);
+      }
+      if (progress)
+        progress(std::string(holdout) + " " + fold + ": trained on " + std::to_string(train.size()) + " schedules");
+    }
+  }
+  return out;
+}
+
+nlohmann::json summarize_eval(const std::vector<GroupEval>& groups) {
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+  };
+  auto stats = [&](const std::vector<double>& v) {
+    return nlohmann::json{{"median", quantile(v, 0.5)}, {"p90", quantile(v, 0.9)}, {"worst", quantile(v, 1.0)}};
+  };
+  auto counts = [&](const std::vector<double>& v) {
+    const double within8 = static_cast<double>(std::count_if(v.begin(), v.end(), [](double x) { return x <= 8; }));
+    return nlohmann::json{{"median", quantile(v, 0.5)},
+                          {"p90", quantile(v, 0.9)},
+                          {"share_at_most_8", within8 / static_cast<double>(v.size())}};
+  };
+  // holdout -> kind -> the groups' values of each measure.
+  std::map<std::string, std::map<std::string, std::map<std::string, std::vector<double>>>> by;
+  for (const GroupEval& g : groups) {
+    const std::string pooled = g.kind.substr(0, g.kind.rfind(' '));  // "rows f32"
+    for (const std::string& kind : {g.kind, pooled}) {
+      auto& m = by[g.holdout][kind];
+      m["learned_top1"].push_back(g.learned_top1);
+      m["learned_top8"].push_back(g.learned_top8);
+      m["analytic_top1"].push_back(g.analytic_top1);
+      m["analytic_top8"].push_back(g.analytic_top8);
+      m["guided"].push_back(g.guided);
+      m["guided_static"].push_back(g.guided_static);
+      m["analytic_order"].push_back(g.analytic_order);
+      m["random_order"].push_back(g.random_order);
+      m["stop_after"].push_back(g.stop_after);
+      m["stop_regret"].push_back(g.stop_regret);
+    }
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [holdout, kinds] : by)
+    for (const auto& [kind, m] : kinds) {
+      nlohmann::json k;
+      k["groups"] = m.at("learned_top1").size();
+      for (const char* r : {"learned_top1", "learned_top8", "analytic_top1", "analytic_top8", "stop_regret"})
+        k["regret"][r] = stats(m.at(r));
+      for (const char* c : {"guided", "guided_static", "analytic_order", "random_order", "stop_after"})
+        k["timed_to_within"][c] = counts(m.at(c));
+      out[holdout][kind] = k;
+    }
+  return out;
+}
+
+}  // namespace fusekit

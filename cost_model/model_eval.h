@@ -1,0 +1,53 @@
+// Honest regret of the learned cost model: every schedule of a held-out
+// fold (one catalog op, or one shape bucket, over every op) is ranked by a
+// model trained on the other folds only, beside the analytic model, and a
+// guided search (make_guided_strategy + make_plateau_stop) is replayed over
+// the fold's recorded times.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "cost_model/training_set.h"
+
+namespace fusekit {
+
+struct ModelEvalOptions {
+  CostTrainOptions train;
+  size_t guided_batch = 4;
+  size_t guided_explore = 1;
+  double within = 0.03;     // "found": within this much of the best measured
+  uint64_t seed = 1;
+  double fast_weight = -1;  // >= 0: weigh_samples with it; < 0: every sample alike
+};
+
+// One held-out group: the schedules of one op, dtype, shape, backend, arch.
+struct GroupEval {
+  std::string holdout;      // "workload" or "shape"
+  std::string fold;         // the op or shape bucket held out
+  std::string kind;         // "pointwise f32 nvrtc"
+  std::string group;
+  size_t schedules = 0;
+  double learned_top1 = 0, learned_top8 = 0, analytic_top1 = 0, analytic_top8 = 0;  // regrets
+  // Timed candidates until one is within `within` of the best: the guided
+  // search (model updated between batches), the same without updates, the
+  // analytic model's order, and a random order (expected value).
+  double guided = 0, guided_static = 0, analytic_order = 0, random_order = 0;
+  // Where the plateau stop ended the guided search, and the regret there.
+  double stop_after = 0, stop_regret = 0;
+};
+
+// Every group of two or more schedules, under both holdouts.
+std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& schedules,
+                                         const ModelEvalOptions& options,
+                                         const std::function<void(const std::string&)>& progress = {});
+
+// Per holdout and kind (also "rows f32" over both backends): groups and the
+// median, p90 and worst of each regret; for the searches the median, p90
+// and the share of groups that took at most 8.
+nlohmann::json summarize_eval(const std::vector<GroupEval>& groups);
+
+}  // namespace fusekit

@@ -1,0 +1,38 @@
+# shellcheck shell=bash
+# guided: the model-guided search against today's full-budget search on ops
+# the model never saw -> model.json (trained on the committed H200 records
+# without OPS), full.txt, guided.txt (tune's stdout: winners), *_progress.txt,
+# full.jsonl, guided.jsonl and compare.json / compare.txt (per op, dtype and
+# shape: timed candidates and winner time of each, and each run's wall time).
+# OPS (silu_mul,layernorm), DTYPES (f32,bf16), BACKENDS (nvrtc), BUDGET (24),
+# TUNE_TIMEOUT (100 s per run). About 3 minutes.
+need_bins fusekit
+ops=${OPS:-silu_mul,layernorm}
+dtypes=${DTYPES:-f32,bf16}
+train_db=/tmp/fusekit-guided-train.db
+rm -f "$train_db" /tmp/fusekit-guided-full.db /tmp/fusekit-guided-guided.db
+step train a cost model without "$ops"
+"$bin/fusekit" db import --db "$train_db" bench/results/*records.jsonl.gz >>"$log" 2>&1
+note import $?
+"$bin/fusekit" model train --db "$train_db" --hold-out "$ops" --out "$out/model.json" >>"$log" 2>&1
+note train $?
+for mode in full guided; do
+  step "tune $ops ($mode)"
+  db=/tmp/fusekit-guided-$mode.db
+  extra=()
+  [ "$mode" = guided ] && extra=(--search guided --cost-model "$out/model.json")
+  start=$(date +%s)
+  timeout "${TUNE_TIMEOUT:-100}" "$bin/fusekit" tune --arch sm_90 --pattern "$ops" --dtype "$dtypes" \
+    --backend "${BACKENDS:-nvrtc}" --budget "${BUDGET:-24}" "${extra[@]}" --db "$db" \
+    >"$out/$mode.txt" 2>"$out/${mode}_progress.txt"
+  note "tune_$mode" $?
+  echo "$mode wall_s $(($(date +%s) - start))" | tee -a "$log" >>"$out/walls.txt"
+  "$bin/fusekit" db export --db "$db" "$out/$mode.jsonl" >>"$log" 2>&1
+  note "export_$mode" $?
+done
+step compare
+python3 bench/guided_compare.py "$out/full.jsonl" "$out/guided.jsonl" "$out/walls.txt" "$out/compare.json" \
+  >"$out/compare.txt" 2>>"$log"
+note compare $?
+cat "$out/compare.txt" >>"$log"
+finish

@@ -1,0 +1,100 @@
+// `fusekit model train|eval` and `tune --search guided`, end to end on the
+// small committed H200 slice (tests/data/h200_cost_model_sample.jsonl.gz).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "tests/cli/run_command.h"
+#include "tunedb/tune_db.h"
+
+namespace fusekit {
+namespace {
+
+using testing::run_command;
+
+const std::string kSample = std::string(FUSEKIT_SOURCE_DIR) + "/tests/data/h200_cost_model_sample.jsonl.gz";
+
+class ModelCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("fusekit_model_cli_" + std::to_string(getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& n) const { return (dir_ / n).string(); }
+  testing::CommandResult fusekit(const std::string& args) const {
+    return run_command(std::string(FUSEKIT_BINARY) + " " + args);
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ModelCli, TrainsBesideTheDatabaseAndGuidesAModeledTune) {
+  const std::string db = path("h200.db");
+  ASSERT_EQ(fusekit("db import --db " + db + " " + kSample).code, 0);
+  const auto train = fusekit("model train --rounds 30 --db " + db);
+  ASSERT_EQ(train.code, 0) << train.out;
+  EXPECT_NE(train.out.find("576 measured records"), std::string::npos) << train.out;
+  std::ifstream saved(db + ".cost-model.json");
+  ASSERT_TRUE(saved.good());
+  const nlohmann::json j = nlohmann::json::parse(saved);
+  EXPECT_EQ(j["training_records"], 576);
+  EXPECT_EQ(j["archs"], nlohmann::json::array({"sm_90"}));
+  EXPECT_FALSE(j["xgboost_version"].get<std::string>().empty());
+
+  // No GPU here: the guided search ranks the whole space with the model
+  // beside the database and records the first two batches it proposes.
+  const std::string out = path("tuned.db");
+  const auto tune = fusekit("tune --arch sm_90 --pattern relu_add --dtype f32 --sizes 65536 --backend nvrtc "
+                            "--search guided --cost-model " + db + ".cost-model.json --db " + out);
+  ASSERT_EQ(tune.code, 0) << tune.out;
+  EXPECT_NE(tune.out.find("ranking with the learned model"), std::string::npos) << tune.out;
+  const auto records = open_sqlite_db_read_only(out)->all();
+  EXPECT_EQ(records.size(), 8u) << "two batches of four, then the plateau stop (modeled times improve nothing)";
+  for (const auto& r : records) {
+    EXPECT_EQ(r.status, RecordStatus::kModeled);
+    EXPECT_EQ(r.gpu_name.rfind("model:learned ", 0), 0u) << r.gpu_name;
+  }
+}
+
+TEST_F(ModelCli, BadInputNamesTheValue) {
+  const std::string db = path("h200.db");
+  ASSERT_EQ(fusekit("db import --db " + db + " " + kSample).code, 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"model --db " + db, "model takes one action, train or eval"},
+      {"model fit --db " + db, "got 'fit'"},
+      {"model train --db " + path("none.db"), "no database at"},
+      {"model train --rounds 0 --db " + db, "--rounds 0 must be at least 1"},
+      {"tune --arch sm_90 --pattern relu_add --search beam --db " + db, "--search 'beam' is not a search"},
+      {"tune --arch sm_90 --pattern relu_add --cost-model " + path("none.json") + " --db " + db, "no cost model at"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = fusekit(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+  }
+  // A pruned result is the search's own feedback, never a record.
+  std::string line;
+  {
+    const auto r = run_command("zcat " + kSample + " | head -1");
+    line = r.out;
+  }
+  const std::string pruned = path("pruned.jsonl");
+  std::ofstream(pruned) << std::regex_replace(line, std::regex("\"status\":\"ok\""), "\"status\":\"pruned\"");
+  const auto imported = fusekit("db import --db " + path("p.db") + " " + pruned);
+  EXPECT_EQ(imported.code, 2) << imported.out;
+  EXPECT_NE(imported.out.find("field 'status' is 'pruned'"), std::string::npos) << imported.out;
+  const std::string empty = path("empty.db");
+  ASSERT_EQ(fusekit("tune --arch sm_80 --pattern relu_add --sizes 4096 --budget 1 --backend nvrtc --db " + empty).code, 0);
+  const auto none = fusekit("model train --db " + empty);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.out.find("no verified measurements"), std::string::npos) << none.out;
+}
+
+}  // namespace
+}  // namespace fusekit

@@ -1,0 +1,248 @@
+// The learned cost model on CPU: its features of known candidates, training
+// on a small slice of the H200 records (tests/data/h200_cost_model_sample:
+// three pointwise and three row ops, f32, NVRTC) that ranks held-out ops
+// better than chance, the saved file, and updates.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+#include "cost_model/features.h"
+#include "cost_model/learned_cost_model.h"
+#include "cost_model/model_eval.h"
+#include "cost_model/training_set.h"
+#include "generator/candidate_workload.h"
+#include "generator/candidates/catalog.h"
+#include "tunedb/tune_db.h"
+
+namespace fusekit {
+namespace {
+
+const std::string kSample = std::string(FUSEKIT_SOURCE_DIR) + "/tests/data/h200_cost_model_sample.jsonl.gz";
+
+double feature(const std::vector<float>& f, const std::string& name) {
+  const auto& names = cost_feature_names();
+  const size_t at = std::find(names.begin(), names.end(), name) - names.begin();
+  EXPECT_LT(at, names.size()) << name;
+  return at < f.size() ? f[at] : NAN;
+}
+
+Problem problem_of(const std::string& op, DType dt, std::vector<int64_t> domain) {
+  for (const auto& c : catalog())
+    if (c.name == op) return make_candidate_workload(c, dt)->problem(domain);
+  ADD_FAILURE() << op;
+  return {};
+}
+
+TEST(CostFeatures, DescribeAPointwiseSchedule) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Problem p = problem_of("relu_add", DType::kF32, {65536});
+  const Candidate c{Backend::kNvrtc, Config::parse("ept=1 fast=1 grid=0 threads=256 vec=4")};
+  const auto f = cost_features(p, 4, c, h200);
+  ASSERT_EQ(f.size(), cost_feature_names().size());
+  EXPECT_EQ(feature(f, "param_threads"), 256);
+  EXPECT_TRUE(std::isnan(feature(f, "param_rows"))) << "a pointwise schedule has no rows parameter";
+  EXPECT_EQ(feature(f, "row_kind"), 0);
+  EXPECT_EQ(feature(f, "access_bytes"), 16);       // 4 f32 per access
+  EXPECT_EQ(feature(f, "elems_per_block_pass"), 1024);
+  EXPECT_EQ(feature(f, "log2_blocks"), 6);         // 65536 / 1024
+  EXPECT_EQ(feature(f, "blocks_per_sm"), 8);       // 2048 threads per SM / 256
+  EXPECT_FLOAT_EQ(feature(f, "occupancy"), 1.0f);
+  EXPECT_FLOAT_EQ(feature(f, "log2_bytes"), std::log2(3.0f * 65536 * 4));  // two inputs, one output
+  EXPECT_EQ(feature(f, "sm_count"), 132);
+}
+
+TEST(CostFeatures, DescribeARowSchedule) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Problem p = problem_of("softmax", DType::kBF16, {1024, 4096});
+  const Candidate c{Backend::kNvrtc, Config::parse("cache=2 fast=1 keep=1 rows=2 split=1 threads=128 vec=4")};
+  const auto f = cost_features(p, 2, c, h200);
+  EXPECT_EQ(feature(f, "row_kind"), 1);
+  EXPECT_EQ(feature(f, "block_threads"), 256);     // 2 rows of 128 threads
+  EXPECT_EQ(feature(f, "chunks"), 2);              // 1024 columns in passes of 512
+  EXPECT_EQ(feature(f, "cached_row"), 1);          // 2 cached vectors hold the row
+  EXPECT_EQ(feature(f, "utilization"), 1);
+  EXPECT_EQ(feature(f, "log2_blocks"), 11);        // 4096 rows, 2 per block
+  EXPECT_EQ(feature(f, "log2_cols"), 10);
+  EXPECT_EQ(feature(f, "elem_bytes"), 2);
+}
+
+struct Split {
+  std::vector<MeasuredSchedule> train, held;
+};
+
+// The sample with two ops (one of each kind) held out.
+Split held_out_split() {
+  Split s;
+  for (auto& m : measured_schedules(read_jsonl(kSample)))
+    (m.pattern == "residual_add_relu" || m.pattern == "layernorm" ? s.held : s.train).push_back(m);
+  return s;
+}
+
+std::unique_ptr<LearnedCostModel> train_on(const std::vector<MeasuredSchedule>& schedules, ProblemCache& problems) {
+  std::vector<CostSample> samples;
+  for (const auto& m : schedules) samples.push_back(cost_sample(problems, m));
+  CostModelInfo info;
+  info.archs = {"sm_90"};
+  info.training_records = schedules.size();
+  CostTrainOptions o;
+  o.rounds = 60;
+  return LearnedCostModel::train(samples, info, o);
+}
+
+// One model trained on the split's training ops, shared by the tests.
+class LearnedCostModelTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    split_ = new Split(held_out_split());
+    problems_ = new ProblemCache;
+    model_ = train_on(split_->train, *problems_).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete problems_;
+    delete split_;
+  }
+  static Split* split_;
+  static ProblemCache* problems_;
+  static LearnedCostModel* model_;
+};
+Split* LearnedCostModelTest::split_ = nullptr;
+ProblemCache* LearnedCostModelTest::problems_ = nullptr;
+LearnedCostModel* LearnedCostModelTest::model_ = nullptr;
+
+TEST_F(LearnedCostModelTest, RanksHeldOutOpsBetterThanChance) {
+  const Split& split = *split_;
+  ASSERT_GT(split.train.size(), 300u);
+  ASSERT_GT(split.held.size(), 150u);
+  ProblemCache& problems = *problems_;
+  LearnedCostModel* model = model_;
+  // Per held-out group: pairs the model orders as measured, and the top
+  // pick's regret beside the mean regret of a random pick.
+  std::map<std::string, std::vector<std::pair<double, double>>> groups;  // predicted, measured
+  for (const auto& m : split.held) {
+    const auto p = model->predict_rows({cost_sample(problems, m).features});
+    groups[m.group()].push_back({p[0], m.us});
+  }
+  ASSERT_EQ(groups.size(), 10u);  // 4 pointwise sizes, 6 row shapes
+  size_t agree = 0, pairs = 0;
+  double pick_regret = 0, random_regret = 0;
+  for (const auto& [name, g] : groups) {
+    double best = 1e300, mean = 0;
+    for (const auto& x : g) best = std::min(best, x.second), mean += x.second;
+    mean /= static_cast<double>(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      for (size_t j = i + 1; j < g.size(); ++j)
+        if (g[i].second != g[j].second) {
+          ++pairs;
+          agree += (g[i].first < g[j].first) == (g[i].second < g[j].second);
+        }
+    const auto pick = std::min_element(g.begin(), g.end());
+    pick_regret += pick->second / best - 1.0;
+    random_regret += mean / best - 1.0;
+  }
+  EXPECT_GT(static_cast<double>(agree) / static_cast<double>(pairs), 0.65) << "pairs ordered as measured";
+  EXPECT_LT(pick_regret, 0.5 * random_regret) << "summed top-1 regret against a random pick's";
+}
+
+TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
+  const Split& split = *split_;
+  ProblemCache& problems = *problems_;
+  LearnedCostModel* model = model_;
+  const std::string path = testing::TempDir() + "/cost_model_roundtrip.json";
+  model->save(path);
+  auto loaded = LearnedCostModel::load(path);
+  EXPECT_EQ(loaded->info().feature_schema, kCostFeatureSchema);
+  EXPECT_EQ(loaded->info().xgboost_version, xgboost_version());
+  EXPECT_EQ(loaded->info().training_records, split.train.size());
+  EXPECT_EQ(loaded->info().training_samples, split.train.size());
+  EXPECT_EQ(loaded->info().archs, std::vector<std::string>{"sm_90"});
+  std::vector<std::vector<float>> rows;
+  for (size_t i = 0; i < split.held.size(); i += 7) rows.push_back(cost_sample(problems, split.held[i]).features);
+  EXPECT_EQ(loaded->predict_rows(rows), model->predict_rows(rows));
+  std::filesystem::remove(path);
+}
+
+TEST(LearnedCostModel, RefusesFilesThatAreNotItsOwn) {
+  const std::string dir = testing::TempDir();
+  EXPECT_THROW(LearnedCostModel::load(dir + "/no_such_model.json"), UserError);
+  const std::string other = dir + "/not_a_model.json";
+  std::ofstream(other) << R"({"format": "something else"})";
+  EXPECT_THROW(LearnedCostModel::load(other), UserError);
+  const std::string old_schema = dir + "/old_schema.json";
+  std::ofstream(old_schema) << R"({"format": "fusekit-cost-model", "feature_schema": 0, "booster": {}})";
+  try {
+    LearnedCostModel::load(old_schema);
+    ADD_FAILURE() << "an old feature schema loaded";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("retrain"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LearnedCostModelTest, UpdateMovesPredictionsTowardWhatWasMeasured) {
+  const Split& split = *split_;
+  ProblemCache& problems = *problems_;
+  LearnedCostModel* model = model_;
+  // One held-out row group: its schedule the model likes least, measured
+  // as fast as the group's best.
+  std::vector<MeasuredSchedule> group;
+  for (const auto& m : split.held)
+    if (m.group() == split.held.front().group()) group.push_back(m);
+  const Problem& p = problems.problem(group[0]);
+  std::vector<Candidate> cands;
+  double best = 1e300;
+  for (const auto& m : group) cands.push_back(candidate_of(m)), best = std::min(best, m.us);
+  const std::vector<double> before = model->predict(p, 4, cands);
+  const size_t worst = std::max_element(before.begin(), before.end()) - before.begin();
+  auto copy = model->clone();
+  copy->update(p, 4, {cands[worst]}, {best});
+  EXPECT_LT(copy->predict(p, 4, {cands[worst]})[0], before[worst]);
+  EXPECT_EQ(model->predict(p, 4, cands), before) << "a clone's update left the original as it was";
+}
+
+TEST_F(LearnedCostModelTest, FallsBackToTheAnalyticModelForAnArchWithoutRecords) {
+  const Split& split = *split_;
+  ProblemCache& problems = *problems_;
+  LearnedCostModel* model = model_;
+  const ArchLimits& a100 = require_arch("sm_80");
+  auto copy = model->clone();
+  copy->set_arch(a100);
+  EXPECT_FALSE(copy->knows_arch());
+  const Problem& p = problems.problem(split.held[0]);
+  const std::vector<Candidate> c{candidate_of(split.held[0])};
+  EXPECT_EQ(copy->predict(p, 4, c), make_analytic_cost_model(a100)->predict(p, 4, c));
+  EXPECT_TRUE(model->knows_arch());
+}
+
+TEST(ModelEval, ReportsHeldOutRegretAndGuidedSearches) {
+  // Two ops of each kind: quick, and every fold still has training data.
+  std::vector<MeasuredSchedule> few;
+  for (auto& m : measured_schedules(read_jsonl(kSample)))
+    if (m.pattern == "relu_add" || m.pattern == "silu_mul" || m.pattern == "softmax" || m.pattern == "rmsnorm")
+      few.push_back(m);
+  ModelEvalOptions o;
+  o.train.rounds = 20;
+  const std::vector<GroupEval> groups = evaluate_held_out(few, o);
+  size_t by_workload = 0;
+  for (const GroupEval& g : groups) {
+    by_workload += g.holdout == "workload";
+    EXPECT_GE(g.learned_top8, 0.0);
+    EXPECT_LE(g.learned_top8, g.learned_top1) << g.group;
+    EXPECT_GE(g.guided, 1.0) << g.group;
+    EXPECT_LE(g.guided, static_cast<double>(g.schedules)) << g.group;
+    EXPECT_GE(g.stop_after, 4.0) << "the plateau stop waits for a second batch: " << g.group;
+  }
+  EXPECT_EQ(by_workload, 20u);  // 2 ops x 4 sizes + 2 ops x 6 shapes
+  const auto summary = summarize_eval(groups);
+  EXPECT_EQ(summary["workload"]["rows f32"]["groups"].get<size_t>(), 12u);
+  EXPECT_TRUE(summary["shape"]["pointwise f32 nvrtc"]["regret"]["learned_top1"].contains("p90"));
+}
+
+}  // namespace
+}  // namespace fusekit

@@ -1,0 +1,144 @@
+// The model-guided strategy and the plateau stop with a fake cost model
+// (time = the candidate's `i`, or what update() was told) and a fake
+// measurer (a table of times).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "search/interfaces.h"
+
+namespace fusekit {
+namespace {
+
+std::vector<Candidate> space(int n) {
+  std::vector<Candidate> v;
+  for (int i = 0; i < n; ++i) v.push_back({Backend::kNvrtc, Config::parse("i=" + std::to_string(i))});
+  return v;
+}
+
+Problem problem(int64_t n) {
+  Problem p;
+  p.domain = {n};
+  p.shape_text = std::to_string(n);
+  p.input_dims = {{n}};
+  p.output_dims = {{n}};
+  return p;
+}
+
+// Predicts `i` microseconds, or the time update() gave for that candidate
+// at that size; records every update.
+class FakeModel final : public CostModel {
+ public:
+  std::vector<double> predict(const Problem& p, size_t, const std::vector<Candidate>& batch) const override {
+    std::vector<double> out;
+    for (const auto& c : batch) {
+      auto it = learned.find({p.shape_text, c.config.get("i")});
+      out.push_back(it != learned.end() ? it->second : static_cast<double>(c.config.get("i")));
+    }
+    return out;
+  }
+  void update(const Problem& p, size_t, const std::vector<Candidate>& batch, const std::vector<double>& us) override {
+    ++updates;
+    for (size_t k = 0; k < batch.size(); ++k) learned[{p.shape_text, batch[k].config.get("i")}] = us[k];
+  }
+  std::map<std::pair<std::string, int64_t>, double> learned;
+  int updates = 0;
+};
+
+std::vector<int64_t> ids(const std::vector<Candidate>& b) {
+  std::vector<int64_t> out;
+  for (const auto& c : b) out.push_back(c.config.get("i"));
+  return out;
+}
+
+MeasureResult timed(double us, int problem, double spread = 0.0) {
+  MeasureResult m;
+  m.median_us = us;
+  m.p20_us = us * (1 - spread / 2);
+  m.p80_us = us * (1 + spread / 2);
+  m.problem = problem;
+  return m;
+}
+
+TEST(GuidedStrategy, BatchesTheModelsFavouritesAndSomeExploration) {
+  FakeModel model;
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, 1, 7);
+  const auto first = ids(s->next_batch(4));
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(std::vector<int64_t>(first.begin(), first.begin() + 3), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_GT(first[3], 2) << "the fourth is a random pick among the rest";
+  std::set<int64_t> seen(first.begin(), first.end());
+  size_t total = first.size();
+  for (auto b = s->next_batch(4); !b.empty(); b = s->next_batch(4)) {
+    for (int64_t i : ids(b)) EXPECT_TRUE(seen.insert(i).second) << "proposed twice: " << i;
+    total += b.size();
+  }
+  EXPECT_EQ(total, 20u);
+}
+
+TEST(GuidedStrategy, RanksTheNextBatchByWhatWasMeasured) {
+  FakeModel model;
+  const Problem small = problem(1024), large = problem(1 << 20);
+  auto s = make_guided_strategy(space(20), model, {small, large}, 4, 0, 7);
+  const auto b1 = s->next_batch(3);
+  EXPECT_EQ(ids(b1), (std::vector<int64_t>{0, 1, 2}));
+  // Measured at the large size: 0 and 1 slow; 2 failed to verify; a pruned
+  // result teaches nothing either.
+  MeasureResult failed = timed(0.5, 1);
+  failed.status = RecordStatus::kVerifyError;
+  s->notify(b1, {timed(50, 1), timed(60, 1), failed});
+  EXPECT_EQ(model.updates, 1) << "one update, for the one size that has times";
+  EXPECT_EQ(model.learned.size(), 2u);
+  EXPECT_EQ(model.learned.count({"1048576", 2}), 0u);
+  // Nothing was learned about the others: 3, 4, 5 are next.
+  EXPECT_EQ(ids(s->next_batch(3)), (std::vector<int64_t>{3, 4, 5}));
+  MeasureResult pruned;
+  pruned.status = RecordStatus::kPruned;
+  s->notify(space(1), {pruned});
+  EXPECT_EQ(model.updates, 1);
+}
+
+TEST(GuidedStrategy, TheModelsRankingChangesWithItsUpdates) {
+  FakeModel model;
+  model.learned[{"1024", 19}] = -1;  // as if a measurement had found 19 fastest
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, 0, 7);
+  EXPECT_EQ(ids(s->next_batch(2)), (std::vector<int64_t>{19, 0}));
+}
+
+TEST(PlateauStop, StopsAfterABatchThatImprovesNothingBeyondItsSpread) {
+  auto stop = make_plateau_stop(100, 1, 0.01);
+  stop->update({timed(10, 0, 0.04), timed(12, 0)});  // first times: progress
+  EXPECT_FALSE(stop->is_fulfilled());
+  stop->update({timed(9, 0, 0.02)});  // 10 % better than 10 +- 2 %
+  EXPECT_FALSE(stop->is_fulfilled());
+  stop->update({timed(8.95, 0), timed(20, 0)});  // within 9's 2 % spread
+  EXPECT_TRUE(stop->is_fulfilled());
+}
+
+TEST(PlateauStop, AFirstTimeAtAnotherShapeIsProgressAndTheBudgetStillEnds) {
+  auto stop = make_plateau_stop(6, 1, 0.01);
+  stop->update({timed(10, 0)});
+  stop->update({timed(10, 0), timed(100, 1)});  // shape 1's first time
+  EXPECT_FALSE(stop->is_fulfilled());
+  MeasureResult failed;
+  failed.status = RecordStatus::kLaunchError;
+  stop->update({failed, failed});
+  EXPECT_TRUE(stop->is_fulfilled()) << "a batch of failures improves nothing";
+  auto budget = make_plateau_stop(3, 1, 0.01);
+  budget->update({timed(10, 0), timed(9, 0), timed(8, 0)});
+  EXPECT_TRUE(budget->is_fulfilled());
+}
+
+TEST(PlateauStop, WaitsForItsMinimumOfBatches) {
+  auto stop = make_plateau_stop(100, 3, 0.01);
+  for (int i = 0; i < 3; ++i) {
+    stop->update({timed(10, 0)});
+    EXPECT_FALSE(stop->is_fulfilled()) << "batch " << i;
+  }
+  stop->update({timed(10, 0)});
+  EXPECT_TRUE(stop->is_fulfilled());
+}
+
+}  // namespace
+}  // namespace fusekit
