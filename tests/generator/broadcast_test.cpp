@@ -67,9 +67,9 @@ TEST(Broadcast, ParserGivesTheNdLayouts) {
 }
 
 TEST(Broadcast, ParserRefusesWhatNoLayoutIndexes) {
+  // col/row and n/c/hw axes out of order are a permuted read (a general layout); d0..d3 take none.
   EXPECT_EQ(parse_error("out = x + m[d3,d0]"),
-            "expression:1:11: list the axes of 'm' innermost first (col before row; hw before c before n; d0 before d1 "
-            "before d2 before d3)");
+            "expression:1:11: list the axes of 'm' innermost first (d0 before d1 before d2 before d3)");
   EXPECT_EQ(parse_error("out = x + m[d4]"),
             "expression:1:13: axis 'd4' is out of range; nd expressions have at most four axes, d0 (the last) to d3");
   EXPECT_EQ(parse_error("out = x[col] + m[d0]"),
