@@ -93,13 +93,13 @@ KernelArtifact build_ptx(const FusionCandidate& cand, DType dtype, const Config&
   return a;
 }
 
-// Op name -> expression source of each op that is not a catalog entry (an
-// --expr op or a plan entry), so that `fusekit verify --package` can rebuild
-// its reference.
-nlohmann::json expression_sources(const std::vector<FusionCandidate>& candidates) {
+// Op name -> expression source of each packaged op that is not a catalog
+// entry (an --expr op, a plan entry, a GEMM's tail), so that `fusekit verify
+// --package` can rebuild its reference.
+nlohmann::json expression_sources(const std::vector<Variant>& variants) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& cand : candidates)
-    if (!is_catalog_pattern(cand.name)) out[cand.name] = cand.description;
+  for (const auto& v : variants)
+    if (!is_catalog_pattern(v.cand->name) && !v.cand->description.empty()) out[v.cand->name] = v.cand->description;
   return out;
 }
 
@@ -702,11 +702,12 @@ void build_into(const std::vector<Variant>& variants, const std::vector<std::pai
         {"row_length", v.art.row_length > 0 ? nlohmann::json(v.art.row_length) : nlohmann::json("any")},
         {"row_multiple", v.art.row_multiple}});
   }
-  manifest["expressions"] = expression_sources(o.candidates);
+  manifest["expressions"] = expression_sources(variants);
   manifest["gemms"] = nlohmann::json::array();
   for (const auto& g : gemms)
     manifest["gemms"].push_back({{"op", g.gemm->name}, {"dtype", dtype_name(g.dtype)}, {"arch", "sm_" + std::to_string(g.sm)},
-                                 {"epilogue", g.gemm->description}, {"b_transposed", g.gemm->b_transposed}, {"m_bucket", "m<=2^" + std::to_string(g.m_log2)},
+                                 {"epilogue", g.gemm->description}, {"b_transposed", g.gemm->b_transposed},
+                                 {"m_bucket", "m<=2^" + std::to_string(g.m_log2)},
                                  {"n", g.n}, {"k", g.k}, {"backend", gemm_point_backend(g.point)},
                                  {"params", gemm_point_params(g.point)}, {"record_id", g.record_id}});
   manifest["notes"] = report.notes;
