@@ -3,6 +3,7 @@
     python bench/models.py capture --work DIR     # graph + plan per case (DIR/<case>/)
     (fusekit tune --plan / build --plan per case: scripts/gpu/steps/torch.sh)
     python bench/models.py bench --work DIR --out models.json
+    python bench/models.py forward --work DIR     # one forward against eager (under memcheck)
     python bench/models.py table models.json      # the markdown table
 
 Per case (model, size, dtype) and method: forward latency (median of CUDA
@@ -28,14 +29,16 @@ sys.path[:0] = [HERE, os.path.join(HERE, "..", "python")]
 import torch_models  # noqa: E402
 
 # Kernels fusion cannot address: GEMMs, convolutions, attention.
-ANCHOR = re.compile(r"gemm|cutlass|xmma|cublas|sm\d+_.*(?:h|s|bf)\d*gemm|conv|implicit|winograd|fmha|flash|attention"
+ANCHOR = re.compile(r"gemm|nvjet|cutlass|xmma|cublas|sm\d+_.*(?:h|s|bf)\d*gemm|conv|implicit|winograd|fmha|flash|attention"
                     r"|cudnn|nchwToNhwc|nhwcToNchw|splitKreduce|dgrad|wgrad", re.I)
 DEFAULT_DTYPE = {"bert": "float16", "gpt2": "float16", "resnet50": "float16", "llama": "bfloat16"}
 
 
-def cases(models, dtypes):
+def cases(models, dtypes, sizes=None):
     for name in models:
         for size in torch_models.SIZES[name]:
+            if sizes and size not in sizes:
+                continue
             for dt in (dtypes or [DEFAULT_DTYPE[name]]):
                 yield name, size, getattr(torch, dt)
 
@@ -49,7 +52,7 @@ def label(name, size, dtype):
 def cmd_capture(args):
     from fusekit.torch import capture
     os.makedirs(args.work, exist_ok=True)
-    for name, size, dtype in cases(args.models, args.dtypes):
+    for name, size, dtype in cases(args.models, args.dtypes, args.sizes):
         d = os.path.join(args.work, label(name, size, dtype))
         os.makedirs(d, exist_ok=True)
         c = torch_models.case(name, size, dtype, args.device, tiny=args.tiny)
@@ -79,14 +82,15 @@ def median_ms(fn, iters, warmup=5):
 
 
 def kernels(fn):
-    """(kernel launches, total GPU us, GPU us outside anchors) of one call."""
+    """(kernel launches, total GPU us, GPU us outside anchors, the kernels
+    taking most time as [name, launches, us]) of one call."""
     from torch.profiler import ProfilerActivity, profile
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    count, total, fusable = 0, 0.0, 0.0
+    count, total, fusable, by_name = 0, 0.0, 0.0, {}
     for e in prof.events():
         if e.device_type != torch.autograd.DeviceType.CUDA or "memcpy" in e.name.lower() or "memset" in e.name.lower():
             continue
@@ -95,7 +99,10 @@ def kernels(fn):
         total += us
         if not ANCHOR.search(e.name):
             fusable += us
-    return count, total, fusable
+        n, t = by_name.get(e.name[:80], (0, 0.0))
+        by_name[e.name[:80]] = (n + 1, t + us)
+    top = sorted(([k, n, round(t, 1)] for k, (n, t) in by_name.items()), key=lambda x: -x[2])[:10]
+    return count, total, fusable, top
 
 
 def rel_error(out, ref):
@@ -226,8 +233,8 @@ def bench_case(name, size, dtype, args):
                 setup, fn = make()
                 row["setup_s"] = setup
                 row["ms"] = median_ms(fn, args.iters)
-                n, total, fusable = kernels(fn)
-                row.update(kernels=n, gpu_us=total, fusable_us=fusable)
+                n, total, fusable, top = kernels(fn)
+                row.update(kernels=n, gpu_us=total, fusable_us=fusable, top_kernels=top)
                 row["max_rel_error"] = rel_error(fn(), ref)
             if method == "eager":
                 eager_profile = (total, fusable)
@@ -262,7 +269,7 @@ def bench_case(name, size, dtype, args):
 def cmd_bench(args):
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": [], "cases": []}
     overhead_done = False
-    for name, size, dtype in cases(args.models, args.dtypes):
+    for name, size, dtype in cases(args.models, args.dtypes, args.sizes):
         if not os.path.isdir(os.path.join(args.work, label(name, size, dtype), "pkg")):
             results["cases"].append({"case": label(name, size, dtype), "error": "no package built"})
             continue
@@ -318,6 +325,31 @@ def table(results):
     return "\n".join(out)
 
 
+def cmd_forward(args):
+    """One forward of each case's rewritten model against eager (what the
+    torch step runs under compute-sanitizer); exit 1 on a wrong output."""
+    from fusekit.plan_file import load_plan
+    from fusekit.torch import export
+    from fusekit.torch.optimize import rewrite_module
+    bad = 0
+    for name, size, dtype in cases(args.models, args.dtypes, args.sizes):
+        work_dir = os.path.join(args.work, label(name, size, dtype))
+        c = torch_models.case(name, size, dtype, "cuda")
+        with torch.no_grad():
+            ref = c.module(*c.inputs)
+            gm, symbols = export(c.module, c.inputs)
+            gm = rewrite_module(gm, os.path.join(work_dir, "pkg"), load_plan(os.path.join(work_dir, "plan.json")),
+                                symbols=symbols)
+            err = rel_error(gm(*c.inputs), ref)
+            torch.cuda.synchronize()
+        replaced = sum(r.replaced for r in gm.fusekit_regions)
+        ok = err <= args.tolerance
+        bad += not ok
+        print(f"{label(name, size, dtype)}: {replaced}/{len(gm.fusekit_regions)} regions replaced, "
+              f"largest error {err:.2e} relative to eager's largest output ({'ok' if ok else 'WRONG'})", flush=True)
+    sys.exit(1 if bad else 0)
+
+
 def cmd_table(args):
     with open(args.results) as f:
         print(table(json.load(f)))
@@ -326,12 +358,14 @@ def cmd_table(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("capture", "bench"):
+    for name in ("capture", "bench", "forward"):
         s = sub.add_parser(name)
         s.add_argument("--work", required=True, help="one folder per case: graph, plan, pkg/")
         s.add_argument("--models", nargs="+", default=list(torch_models.MODELS), choices=torch_models.MODELS)
         s.add_argument("--dtypes", nargs="+", choices=["float16", "bfloat16"],
                        help="default: f16 for BERT, GPT-2 and ResNet-50, bf16 for Llama")
+        s.add_argument("--sizes", nargs="+", choices=sorted({z for v in torch_models.SIZES.values() for z in v}),
+                       help="only these sizes (default: every size of each model)")
     cap = sub.choices["capture"]
     cap.add_argument("--device", default="cuda")
     cap.add_argument("--tiny", action="store_true", help="small configs with the same ops (smoke test)")
@@ -341,10 +375,11 @@ def main():
     b.add_argument("--iters", type=int, default=50)
     b.add_argument("--methods", nargs="+", choices=["eager", "torchscript", "compile", "compile_ro", "fusekit",
                                                     "fusekit_graph"])
+    sub.choices["forward"].add_argument("--tolerance", type=float, default=2e-2)
     t = sub.add_parser("table")
     t.add_argument("results")
     args = p.parse_args()
-    {"capture": cmd_capture, "bench": cmd_bench, "table": cmd_table}[args.cmd](args)
+    {"capture": cmd_capture, "bench": cmd_bench, "forward": cmd_forward, "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":

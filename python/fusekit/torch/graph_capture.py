@@ -9,7 +9,7 @@ import os
 import torch
 
 from .. import cli, graph_json
-from . import aten_map
+from . import aten_map, masks
 
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
            torch.int64: "i64", torch.int32: "i32", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
@@ -173,6 +173,16 @@ def _dynamic_shapes(module, example_inputs, dims):
     return spec, made
 
 
+def _drop_metadata_asserts(gm):
+    """Removes the dtype/device asserts export puts beside each .to(): they
+    only check what the graph's metadata already says, and as extra readers
+    of a value they would keep a region from replacing it."""
+    for n in list(gm.graph.nodes):
+        if n.op == "call_function" and n.target is torch.ops.aten._assert_tensor_metadata.default:
+            gm.graph.erase_node(n)
+    gm.recompile()
+
+
 def export(module, example_inputs, dims=None):
     """(GraphModule of ATen ops, sympy symbol name -> dim name) of `module` in eval mode."""
     module = module.eval()
@@ -180,6 +190,8 @@ def export(module, example_inputs, dims=None):
     with torch.no_grad():
         ep = torch.export.export(module, tuple(example_inputs), dynamic_shapes=spec)
     gm = ep.module()
+    _drop_metadata_asserts(gm)
+    masks.elide_constant_masks(gm)
     symbols = {}
     placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
     for pname, axes in (dims or {}).items():

@@ -224,8 +224,10 @@ class Rewriter:
                     self.regions.append(Region(entry.name, k, occ.nodes, True, detail, shape, op_id, sources, outs))
                 except Fallback as why:
                     self.regions.append(Region(entry.name, k, occ.nodes, False, str(why), list(occ.shape)))
-        self.gm.graph.eliminate_dead_code()
+        # A launch sits after its region's last node, so a user of an earlier
+        # output may now precede it: order the graph before anything lints it.
         legalize_graph(self.gm)
+        self.gm.graph.eliminate_dead_code()
         self.gm.graph.lint()
         self.gm.recompile()
         return self.regions

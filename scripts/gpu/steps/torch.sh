@@ -5,15 +5,18 @@
 # capture (bench/models.py capture), tunes each plan on this GPU
 # (TORCH_BUDGET schedules per entry and size, 4) and builds its package, runs
 # the GPU tests (python/tests/gpu: every replaced region against eager, CUDA
-# graph replay, opcheck on CUDA), then bench/models.py against eager,
+# graph replay, opcheck on CUDA), one forward of each model under memcheck, then bench/models.py against eager,
 # TorchScript and torch.compile -> capture.txt, tune-<case>.txt,
 # gpu_tests.txt, models.json, models.md. TORCH_MODELS narrows the models
-# ("bert gpt2 llama resnet50"; one or two fit a call), TORCH_ITERS the timed
+# ("bert gpt2 llama resnet50"; one or two fit a call), TORCH_SIZES the sizes
+# ("b1 large decode"), TORCH_ITERS the timed
 # forwards (50), TORCH_TESTS=0 skips the GPU tests, TORCH_TUNE_ARGS replaces
-# the tune's options (--backend nvrtc).
+# the tune's options (--backend nvrtc), TORCH_MEMCHECK=0 skips one forward of
+# each model at TORCH_MEMCHECK_SIZE (b1) under compute-sanitizer (memcheck.txt).
 need_bins fusekit
 work=/tmp/fusekit_torch_models
 models=${TORCH_MODELS:-bert gpt2 llama resnet50}
+sizes=${TORCH_SIZES:+--sizes $TORCH_SIZES}
 export FUSEKIT_BIN="$PWD/$bin/fusekit" FUSEKIT_TORCH_BUILD=/tmp/fusekit_torch_build PYTHONPATH="$PWD/python:$PWD/bench"
 python3 -c "import torch, transformers, torchvision;
 print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)" >>"$log" 2>&1
@@ -25,7 +28,7 @@ note "operator library" $?
 
 step capture and plan "$models"
 # shellcheck disable=SC2086
-timeout 300 python3 bench/models.py capture --work "$work" --models $models >"$out/capture.txt" 2>&1
+timeout 300 python3 bench/models.py capture --work "$work" --models $models $sizes >"$out/capture.txt" 2>&1
 note capture $?
 
 step tune and build each plan
@@ -50,9 +53,19 @@ if [ "${TORCH_TESTS:-1}" != 0 ]; then
   tail -3 "$out/gpu_tests.txt" >>"$log"
 fi
 
+if [ "${TORCH_MEMCHECK:-1}" != 0 ]; then
+  step memcheck one forward of each model
+  # Only fusekit's NVRTC kernels (the tune's default backend here) are instrumented (kns: a name substring).
+  # shellcheck disable=SC2086
+  timeout 300 "${memcheck[@]}" --kernel-name kns=fusekit_sm python3 bench/models.py forward --work "$work" \
+    --models $models --sizes "${TORCH_MEMCHECK_SIZE:-b1}" >"$out/memcheck.txt" 2>&1
+  note "memcheck forward" $?
+  grep -E "regions replaced|ERROR SUMMARY" "$out/memcheck.txt" >>"$log"
+fi
+
 step benchmark
 # shellcheck disable=SC2086
-timeout 420 python3 bench/models.py bench --work "$work" --models $models --iters "${TORCH_ITERS:-50}" \
+timeout 420 python3 bench/models.py bench --work "$work" --models $models $sizes --iters "${TORCH_ITERS:-50}" \
   --out "$out/models.json" >"$out/bench.txt" 2>&1
 note bench $?
 [ -f "$out/models.json" ] && python3 bench/models.py table "$out/models.json" >"$out/models.md" 2>>"$log"

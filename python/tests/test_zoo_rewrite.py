@@ -1,0 +1,43 @@
+"""The benchmark's models (tiny configs) go the whole CPU path: capture,
+`fusekit plan`, a modeled `tune --plan`, `build --plan`, and the rewrite of
+the exported graph onto the package; every region takes its kernel."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import torch_models  # noqa: E402
+from fusekit.plan_file import load_plan  # noqa: E402
+from fusekit.torch import capture, export  # noqa: E402
+from fusekit.torch.optimize import rewrite_module  # noqa: E402
+
+pytest.importorskip("transformers")
+
+
+def _fusekit(fusekit_bin, *args):
+    done = subprocess.run([fusekit_bin, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# BERT takes the same path on the GPU machine (scripts/gpu/steps/torch.sh); GPT-2 and Llama add
+# multi-output regions read before their last node and casts with metadata asserts.
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+def test_zoo_model_rewrites_onto_its_package(tmp_path, fusekit_bin, oplib, name):
+    c = torch_models.case(name, "b1", torch.float16, "cpu", tiny=True)
+    plan = capture(c.module, c.inputs, str(tmp_path / "g.fkgraph.json"), name=name, fusekit_bin=fusekit_bin)
+    db, pkg = str(tmp_path / "t.db"), str(tmp_path / "pkg")
+    _fusekit(fusekit_bin, "tune", "--plan", plan, "--arch", "sm_90", "--budget", "1", "--db", db)
+    _fusekit(fusekit_bin, "build", "--plan", plan, "--arch", "sm_90", "--db", db, "--out", pkg)
+    gm, symbols = export(c.module, c.inputs)
+    gm = rewrite_module(gm, pkg, load_plan(plan), arch="sm_90", symbols=symbols)
+    gm.graph.lint()
+    regions = gm.fusekit_regions
+    # Llama's rotary embedding reads q and k through a transpose: that region keeps its ops, saying so.
+    wrong = [r.line() for r in regions if not r.replaced and "is strided" not in r.detail]
+    assert regions and not wrong, "\n".join(wrong)
+    launches = [n for n in gm.graph.nodes if str(n.target) == "fusekit.launch.default"]
+    assert len(launches) == sum(r.replaced for r in regions) >= len(regions) // 2
