@@ -5,6 +5,7 @@
     python bench/models.py bench --work DIR --out models.json
     python bench/models.py forward --work DIR     # one forward against eager (under memcheck)
     python bench/models.py table models.json      # the markdown table
+    python bench/models_plot.py A.json B.json --out models.png   # the plot (matplotlib, no torch)
 
 Per case (model, size, dtype) and method: forward latency (median of CUDA
 event pairs), kernels per forward (profiler), setup time, largest error
@@ -378,6 +379,7 @@ def main():
     sub.choices["forward"].add_argument("--tolerance", type=float, default=2e-2)
     t = sub.add_parser("table")
     t.add_argument("results")
+
     args = p.parse_args()
     {"capture": cmd_capture, "bench": cmd_bench, "forward": cmd_forward, "table": cmd_table}[args.cmd](args)
 

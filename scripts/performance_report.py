@@ -52,6 +52,8 @@ def main():
     ap.add_argument("--profile-command", default="")
     ap.add_argument("--halide", default="", help="records of Halide-only row tunes, comma-separated")
     ap.add_argument("--halide-command", default="")
+    ap.add_argument("--section", action="append", default=[], metavar="MD",
+                    help="a committed markdown section (its results and command inside), after the headlines")
     ap.add_argument("--plots", default="", help="folder for the plots (PNG), relative to the doc")
     ap.add_argument("--history", default="", help="the commit whose bench/results holds every earlier run")
     a = ap.parse_args()
@@ -76,6 +78,9 @@ def main():
         w("### Plots\n")
         w("Speedup at each op's largest size, and GB/s by size per op (kernel time by CUDA events):\n")
         w("![speedup](%s)\n" % plots[0])
+    for path in a.section:
+        with open(path) as f:
+            w(f.read().rstrip() + "\n")
     w("## How it was measured\n")
     method(w, peers, a.peers_command)
     every_size(w, res)
