@@ -4,6 +4,7 @@
     (fusekit tune --plan / build --plan per case: scripts/gpu/steps/torch.sh)
     python bench/models.py bench --work DIR --out models.json
     python bench/models.py forward --work DIR     # one forward against eager (under memcheck)
+    python bench/models.py regions --work DIR --out regions.json   # each region's kernel against torch.compile
     python bench/models.py table models.json      # the markdown table
     python bench/models_plot.py A.json B.json --out models.png   # the plot (matplotlib, no torch)
 
@@ -351,6 +352,76 @@ def cmd_forward(args):
     sys.exit(1 if bad else 0)
 
 
+def gpu_us_per_call(fn, calls=20):
+    """GPU time of one call of fn (every kernel it launches), from the profiler over `calls` calls."""
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return sum(e.time_range.elapsed_us() for e in prof.events()
+               if e.device_type == torch.autograd.DeviceType.CUDA) / calls
+
+
+def region_rows(gm, reference, label_):
+    """Per (entry, shape) of the replaced regions: the fusekit kernel's GPU
+    time beside torch.compile's kernels for the same ops on the same values."""
+    from fusekit.torch import verify
+    ref_gm, values = reference
+    seen, rows = set(), []
+    for r in gm.fusekit_regions:
+        key = (r.entry, tuple(r.shape))
+        if not r.replaced or key in seen:
+            continue
+        seen.add(key)
+        ins = verify._inputs(r, ref_gm, values, gm)
+        sub, feeds = verify.region_module(ref_gm, values, r)
+        torch._dynamo.reset()
+        compiled = torch.compile(sub)
+        with torch.no_grad():
+            fk_us = gpu_us_per_call(lambda: torch.ops.fusekit.launch(r.op_id, ins))
+            tc_us = gpu_us_per_call(lambda: compiled(*feeds))
+        count = sum(1 for x in gm.fusekit_regions if (x.entry, tuple(x.shape)) == key)
+        rows.append({"case": label_, "entry": r.entry, "shape": list(r.shape), "occurrences": count,
+                     "ops": len(r.nodes), "fusekit_us": fk_us, "compile_us": tc_us, "speedup": tc_us / fk_us})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def cmd_regions(args):
+    """Every replaced region's kernel against torch.compile of its own ops."""
+    from fusekit.plan_file import load_plan
+    from fusekit.torch import export, verify
+    from fusekit.torch.optimize import rewrite_module
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "regions": []}
+    for name, size, dtype in cases(args.models, args.dtypes, args.sizes):
+        lab = label(name, size, dtype)
+        work_dir = os.path.join(args.work, lab)
+        if not os.path.isdir(os.path.join(work_dir, "pkg")):
+            continue
+        c = torch_models.case(name, size, dtype, "cuda")
+        with torch.no_grad():
+            gm, symbols = export(c.module, c.inputs)
+        gm = rewrite_module(gm, os.path.join(work_dir, "pkg"), load_plan(os.path.join(work_dir, "plan.json")),
+                            symbols=symbols)
+        results["regions"] += region_rows(gm, verify.eager_values(c.module, c.inputs), lab)
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+    print(regions_table(results))
+
+
+def regions_table(results):
+    out = ["| case | region | shape | occurrences | fusekit (us) | torch.compile (us) | vs torch.compile |",
+           "|---|---|---|---|---|---|---|"]
+    for r in results["regions"]:
+        out.append(f"| {r['case']} | {r['entry']} | {'x'.join(map(str, r['shape']))} | {r['occurrences']} | "
+                   f"{r['fusekit_us']:.1f} | {r['compile_us']:.1f} | {r['speedup']:.2f}x |")
+    return "\n".join(out)
+
+
 def cmd_table(args):
     with open(args.results) as f:
         print(table(json.load(f)))
@@ -359,7 +430,7 @@ def cmd_table(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("capture", "bench", "forward"):
+    for name in ("capture", "bench", "forward", "regions"):
         s = sub.add_parser(name)
         s.add_argument("--work", required=True, help="one folder per case: graph, plan, pkg/")
         s.add_argument("--models", nargs="+", default=list(torch_models.MODELS), choices=torch_models.MODELS)
@@ -377,11 +448,13 @@ def main():
     b.add_argument("--methods", nargs="+", choices=["eager", "torchscript", "compile", "compile_ro", "fusekit",
                                                     "fusekit_graph"])
     sub.choices["forward"].add_argument("--tolerance", type=float, default=2e-2)
+    sub.choices["regions"].add_argument("--out", required=True)
     t = sub.add_parser("table")
     t.add_argument("results")
 
     args = p.parse_args()
-    {"capture": cmd_capture, "bench": cmd_bench, "forward": cmd_forward, "table": cmd_table}[args.cmd](args)
+    {"capture": cmd_capture, "bench": cmd_bench, "forward": cmd_forward, "regions": cmd_regions,
+     "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":

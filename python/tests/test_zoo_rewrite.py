@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import torch_models  # noqa: E402
 from fusekit.plan_file import load_plan  # noqa: E402
 from fusekit.torch import capture, export  # noqa: E402
+from fusekit.torch import verify  # noqa: E402
 from fusekit.torch.optimize import rewrite_module  # noqa: E402
 
 pytest.importorskip("transformers")
@@ -41,3 +42,13 @@ def test_zoo_model_rewrites_onto_its_package(tmp_path, fusekit_bin, oplib, name)
     assert regions and not wrong, "\n".join(wrong)
     launches = [n for n in gm.graph.nodes if str(n.target) == "fusekit.launch.default"]
     assert len(launches) == sum(r.replaced for r in regions) >= len(regions) // 2
+    # Each replaced region as a module of its original ops (what bench/models.py regions times beside the
+    # kernel) gives eager's values of the nodes the kernel replaces.
+    ref_gm, values = verify.eager_values(c.module, c.inputs)
+    for r in regions:
+        if r.replaced:
+            sub, feeds = verify.region_module(ref_gm, values, r)
+            with torch.no_grad():
+                got = sub(*feeds)
+            for tensor, name in zip(got, r.outputs):
+                torch.testing.assert_close(tensor, values[name], msg=r.line())

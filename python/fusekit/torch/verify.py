@@ -38,6 +38,42 @@ def _inputs(region, gm, values, optimized):
     return out
 
 
+def region_module(gm, values, region):
+    """(GraphModule, inputs) computing a replaced region's outputs with its
+    original ops, from the eager values of what it reads: what torch.compile
+    is timed on beside the kernel. A linear whose bias alone the region holds
+    enters as its matmul's value plus that bias, as the kernel sees it."""
+    from .aten_map import SEP
+    from .rewrite import _Region
+    held = {}
+    for name in region.nodes:
+        held.setdefault(name.split(SEP)[0], set()).add(name)
+    g, env, feeds = torch.fx.Graph(), {}, []
+
+    def feed(value):
+        feeds.append(value)
+        return g.placeholder(f"in{len(feeds) - 1}")
+
+    def arg(a):
+        if a not in env:
+            env[a] = feed(values[a.name])
+        return env[a]
+    for n in gm.graph.nodes:
+        if n.name not in held:
+            continue
+        if _Region._holds_all(n, held[n.name]):
+            env[n] = g.node_copy(n, arg)
+        else:  # the bias Add of a linear/addmm: the matmul comes in as a value
+            a = [values[x.name] if isinstance(x, torch.fx.Node) else x for x in n.args]
+            packet = n.target.__name__.split(".")[0]
+            mm = torch.nn.functional.linear(a[0], a[1]) if packet == "linear" else a[1] @ a[2]
+            bias = n.args[2] if packet == "linear" else n.args[0]
+            env[n] = g.call_function(torch.ops.aten.add.Tensor, (feed(mm), arg(bias)))
+    by_name = {n.name: n for n in gm.graph.nodes}
+    g.output(tuple(env[by_name[name]] for name in region.outputs))
+    return torch.fx.GraphModule(gm, g), feeds
+
+
 def check_regions(module, example_inputs, optimized, dims=None, reference=None):
     """One dict per replaced region: entry, occurrence, worst error, ok.
     reference: eager_values()' result, when the caller has it already."""

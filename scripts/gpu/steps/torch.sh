@@ -12,7 +12,9 @@
 # ("b1 large decode"), TORCH_ITERS the timed
 # forwards (50), TORCH_TESTS=0 skips the GPU tests, TORCH_TUNE_ARGS replaces
 # the tune's options (--backend nvrtc), TORCH_MEMCHECK=0 skips one forward of
-# each model at TORCH_MEMCHECK_SIZE (b1) under compute-sanitizer (memcheck.txt).
+# each model at TORCH_MEMCHECK_SIZE (b1) under compute-sanitizer (memcheck.txt),
+# TORCH_REGIONS=0 skips timing each region's kernel against torch.compile of
+# its own ops (regions.json).
 need_bins fusekit
 work=/tmp/fusekit_torch_models
 models=${TORCH_MODELS:-bert gpt2 llama resnet50}
@@ -69,4 +71,12 @@ timeout 420 python3 bench/models.py bench --work "$work" --models $models $sizes
   --out "$out/models.json" >"$out/bench.txt" 2>&1
 note bench $?
 [ -f "$out/models.json" ] && python3 bench/models.py table "$out/models.json" >"$out/models.md" 2>>"$log"
+
+if [ "${TORCH_REGIONS:-1}" != 0 ]; then
+  step each region against torch.compile
+  # shellcheck disable=SC2086
+  timeout 300 python3 bench/models.py regions --work "$work" --models $models $sizes --out "$out/regions.json" \
+    >"$out/regions.txt" 2>&1
+  note regions $?
+fi
 finish
