@@ -14,17 +14,16 @@ position) stays as it is.
 import torch
 
 _SDPA = (torch.ops.aten.scaled_dot_product_attention.default,)
-_SKIP_IN_ANCESTRY = ("placeholder", "get_attr")
 
 
 def _ancestors(node):
-    """Every node `node` depends on, or None if one is an input or a module tensor."""
+    """Every node `node` depends on, or None if one is an input or a module tensor (not an op)."""
     seen, stack = {}, [node]
     while stack:
         n = stack.pop()
         if n in seen:
             continue
-        if n.op in _SKIP_IN_ANCESTRY or n.op != "call_function":
+        if n.op != "call_function":
             return None
         seen[n] = True
         stack.extend(n.all_input_nodes)
