@@ -61,84 +61,35 @@ std::vector<uint8_t> Reader::bytes() {
 
 namespace {
 
-// The fields of each message in wire order. One list per message, walked by
-// Encode to write and by Decode to read, so the two directions cannot drift.
-template <class T>
-struct Fields;
-
-template <>
-struct Fields<DeviceInfo> {
-  template <class Io, class D>
-  static void walk(Io& io, D& d) {
-    io.fields(d.gpu_name, d.arch.major, d.arch.minor, d.sm_count, d.l2_bytes, d.driver_version, d.measured);
-  }
-};
-
-template <>
-struct Fields<HostTensor> {
-  template <class Io, class T>
-  static void walk(Io& io, T& t) {
-    io.fields(t.dtype, t.dims, t.bytes);
-  }
-};
-
-template <>
-struct Fields<Problem> {
-  template <class Io, class P>
-  static void walk(Io& io, P& p) {
-    io.fields(p.domain, p.shape_text, p.input_dims, p.output_dims);
-  }
-};
-
-template <>
-struct Fields<Tolerance> {
-  template <class Io, class T>
-  static void walk(Io& io, T& t) {
-    io.fields(t.atol, t.rtol, t.row_length);
-  }
-};
-
-template <>
-struct Fields<HostProblem> {
-  template <class Io, class P>
-  static void walk(Io& io, P& p) {
-    io.fields(p.key, p.problem, p.inputs, p.reference, p.tolerance, p.params);
-  }
-};
-
-template <>
-struct Fields<MeasureOptions> {
-  template <class Io, class O>
-  static void walk(Io& io, O& o) {
-    io.fields(o.time, o.min_samples, o.max_samples, o.target_ms, o.rounds, o.seed, o.launch_deadline_s);
-  }
-};
-
-template <>
-struct Fields<KernelParam> {
-  template <class Io, class P>
-  static void walk(Io& io, P& p) {
-    io.fields(p.kind, p.type, p.index, p.expr);
-  }
-};
-
-template <>
-struct Fields<KernelArtifact> {
-  template <class Io, class A>
-  static void walk(Io& io, A& a) {
-    io.fields(a.backend, a.image_kind, a.image, a.entry, a.target_sm, a.block, a.grid, a.shared_bytes, a.params,
-              a.pointer_alignment, a.row_length, a.row_multiple, a.registers, a.static_shared_bytes);
-  }
-};
-
-// Without the summary fields: the reader recomputes them from the samples.
-template <>
-struct Fields<MeasureResult> {
-  template <class Io, class M>
-  static void walk(Io& io, M& m) {
+// The fields of each message in wire order: one list per message, walked
+// by Encode to write and by Decode to read, so the two cannot drift apart.
+template <class Io, class M>
+void walk(Io& io, M& m) {
+  using T = std::remove_const_t<M>;
+  if constexpr (std::is_same_v<T, DeviceInfo>) {
+    io.fields(m.gpu_name, m.arch.major, m.arch.minor, m.sm_count, m.l2_bytes, m.driver_version, m.measured);
+  } else if constexpr (std::is_same_v<T, HostTensor>) {
+    io.fields(m.dtype, m.dims, m.bytes);
+  } else if constexpr (std::is_same_v<T, Problem>) {
+    io.fields(m.domain, m.shape_text, m.input_dims, m.output_dims);
+  } else if constexpr (std::is_same_v<T, Tolerance>) {
+    io.fields(m.atol, m.rtol, m.row_length);
+  } else if constexpr (std::is_same_v<T, HostProblem>) {
+    io.fields(m.key, m.problem, m.inputs, m.reference, m.tolerance, m.params);
+  } else if constexpr (std::is_same_v<T, MeasureOptions>) {
+    io.fields(m.time, m.min_samples, m.max_samples, m.target_ms, m.rounds, m.seed, m.launch_deadline_s);
+  } else if constexpr (std::is_same_v<T, KernelParam>) {
+    io.fields(m.kind, m.type, m.index, m.expr);
+  } else if constexpr (std::is_same_v<T, KernelArtifact>) {
+    io.fields(m.backend, m.image_kind, m.image, m.entry, m.target_sm, m.block, m.grid, m.shared_bytes, m.params,
+              m.pointer_alignment, m.row_length, m.row_multiple, m.registers, m.static_shared_bytes);
+  } else if constexpr (std::is_same_v<T, MeasureResult>) {
+    // Without the summary fields: the reader recomputes them from the samples.
     io.fields(m.status, m.samples_us, m.verify_error, m.error);
+  } else {
+    static_assert(sizeof(T) == 0, "no field list for this message type");
   }
-};
+}
 
 template <class T>
 struct IsVector : std::false_type {};
@@ -147,7 +98,7 @@ struct IsVector<std::vector<T>> : std::true_type {};
 
 // Writes a value: bools, enums and unsigned as u64, signed integers as i64,
 // floating point as f64, a vector as its size then its elements, a fixed
-// array as its elements, a message as its Fields.
+// array as its elements, a message as its field list (walk).
 class Encode {
  public:
   explicit Encode(Writer& w) : w_(w) {}
@@ -172,7 +123,7 @@ class Encode {
       w_.u64(v.size());
       for (const auto& e : v) (*this)(e);
     } else {
-      Fields<T>::walk(*this, v);
+      walk(*this, v);
     }
   }
 
@@ -212,7 +163,7 @@ class Decode {
       v.resize(r_.u64());
       for (auto& e : v) (*this)(e);
     } else {
-      Fields<T>::walk(*this, v);
+      walk(*this, v);
     }
   }
 
