@@ -11,10 +11,6 @@
 #include "cost_model/model_eval.h"
 #include "tunedb/tune_db.h"
 
-#ifndef FUSEKIT_VERSION
-#define FUSEKIT_VERSION "0.0.0"
-#endif
-
 namespace fusekit {
 
 po::options_description cmd_model_options() {

@@ -10,6 +10,7 @@
 #include "cli/cmd_model.h"
 #include "cli/cmd_tune_plan.h"
 #include "cli/tune_devices.h"
+#include "cli/tune_options.h"
 #include "cli/tune_shard.h"
 #include "common/errors.h"
 #include "generator/candidate_workload.h"
@@ -20,10 +21,6 @@
 #include "search/measure_worker.h"
 #include "search/tuner.h"
 #include "tunedb/tune_db.h"
-
-#ifndef FUSEKIT_VERSION
-#define FUSEKIT_VERSION "0.0.0"
-#endif
 
 namespace fusekit {
 
@@ -107,6 +104,156 @@ std::string no_kernel_summary(const TuneDb& db, const TuneKey& key, const std::s
   return line + "; nearest miss: " + nearest->backend + " '" + nearest->params + "': " + why;
 }
 
+// What a --pattern/--expr tune asks, checked before anything is opened.
+struct TuneRequest {
+  const ArchLimits* arch = nullptr;
+  std::vector<FusionCandidate> cands;
+  std::vector<DType> dtypes;
+  TunerOptions options;
+  std::string db_path;
+  ShardSpec shard;
+  bool retune = false;
+  bool guided = false;  // --search guided
+};
+
+TuneRequest tune_request(const po::variables_map& vm) {
+  if (!vm.count("arch")) throw UserError("tune needs --arch, e.g. --arch sm_90; known: " + known_arch_names());
+  TuneRequest req;
+  req.arch = &require_arch(vm["arch"].as<std::string>());
+  req.cands = selected_candidates(vm);
+  req.dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
+  for (const auto& cand : req.cands)
+    for (const auto& s : sizes_for(vm, cand)) domain_for(cand, s);  // every shape fits before anything is opened
+  req.options = tuner_options(vm);
+  req.db_path = resolve_db_path(vm);
+  req.shard = resolve_shard(vm.count("shard") ? vm["shard"].as<std::string>() : "", vm["shard-count"].as<int>(),
+                            shard_environment());
+  req.retune = vm.count("retune") > 0;
+  const std::string search = vm["search"].as<std::string>();
+  if (search != "sample" && search != "guided")
+    throw UserError("--search '" + search + "' is not a search; give sample or guided");
+  req.guided = search == "guided";
+  return req;
+}
+
+// --devices: one child tune per GPU, each measuring on its own.
+int tune_on_devices_of(const po::variables_map& vm, const TuneRequest& req) {
+  if (vm.count("model")) throw UserError("--devices measures on GPUs; --model ranks without one: give one of them");
+  if (vm.count("device")) throw UserError("give --devices or --device, not both");
+  // The store's schema is made once here, not raced by the children.
+  open_tune_db(req.db_path, OpenMode::kCreate);
+  const std::vector<int> devices = parse_devices(vm["devices"].as<std::string>(), [] {
+    return worker_device_count(worker_argv(0));
+  });
+  return tune_on_devices(devices, req.shard, command_args());
+}
+
+// Everything one tune process tuned, and what ended without a kernel.
+struct TuneTotals : TuneSummary {
+  size_t skipped = 0;  // units the store held already
+  std::vector<std::string> without_kernel;
+  void add(const TuneSummary& s) {
+    records += s.records;
+    measured += s.measured;
+    modeled += s.modeled;
+    failed += s.failed;
+    pruned += s.pruned;
+  }
+};
+
+// One op in one dtype at the sizes asked for.
+struct TuneUnit {
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<Builder> builder;
+  std::vector<SizeSpec> sizes;
+  TuneTask task;
+};
+
+TuneUnit tune_unit(const po::variables_map& vm, const FusionCandidate& cand, DType dt, const ArchLimits& arch) {
+  TuneUnit u{make_candidate_workload(cand, dt), make_kernel_builder(cand, dt, arch), sizes_for(vm, cand), {}};
+  TuneTask& task = u.task;
+  task.workload = u.workload.get();
+  task.builder = u.builder.get();
+  task.pattern = cand.name;
+  task.pipeline_text = canonical_pipeline_text(cand, dt);
+  task.pipeline_hash = pipeline_hash(task.pipeline_text);
+  for (const auto& s : u.sizes) task.domains.push_back(domain_for(cand, s));
+  task.verify_domain = cand.odd_domain();
+  task.kind = cand.template_kind();
+  task.cached_inputs = cand.full_inputs();
+  task.traits = op_traits(cand, dt);
+  return u;
+}
+
+bool in_my_shard(const TuneRequest& req, const TuneTask& task, DType dt, const std::string& shape, Backend b) {
+  return in_shard(req.shard, task.pipeline_hash, dtype_name(dt), shape, req.arch->arch.name(), backend_name(b));
+}
+
+// Per backend, tunes the sizes of this shard that the store lacks from this
+// toolchain and GPU (all of them with --retune).
+void tune_backends(const TuneRequest& req, TuneUnit& u, DType dt, Measurer& measurer, TuneDb& db,
+                   TunerOptions options, TuneTotals* all) {
+  const ArchLimits& arch = *req.arch;
+  TuneTask& task = u.task;
+  const std::set<std::string> held =
+      req.retune ? std::set<std::string>{}
+                 : held_units(db, task.pattern, dtype_name(dt), arch.arch.name(),
+                              {measurer.device().gpu_name, options.provenance.cuda_version,
+                               options.provenance.halide_version, options.provenance.fusekit_version});
+  const std::vector<std::vector<int64_t>> domains = task.domains;
+  for (Backend b : req.options.backends) {
+    task.domains.clear();
+    for (const auto& d : domains) {
+      const std::string shape = u.workload->problem(d).shape_text;
+      if (!in_my_shard(req, task, dt, shape, b)) continue;
+      if (held.count(unit_key(task.pipeline_hash, dtype_name(dt), shape, arch.arch.name(), backend_name(b)))) {
+        ++all->skipped;
+        continue;
+      }
+      task.domains.push_back(d);
+    }
+    if (task.domains.empty()) continue;
+    options.backends = {b};
+    all->add(tune(task, measurer, db, arch, options));
+  }
+}
+
+// Winner per size of this shard, as a summary line; a size without one goes
+// to all->without_kernel. Another shard's sizes are not this run's to judge.
+void report_winners(const TuneRequest& req, const FusionCandidate& cand, DType dt, const TuneUnit& u,
+                    const TuneDb& db, TuneTotals* all) {
+  const TuneTask& task = u.task;
+  for (const auto& size : u.sizes) {
+    Problem p = u.workload->problem(domain_for(cand, size));
+    bool mine = false;
+    for (Backend b : req.options.backends) mine |= in_my_shard(req, task, dt, p.shape_text, b);
+    if (!mine) continue;
+    const TuneKey key{task.pipeline_hash, dtype_name(dt), problem_bucket(task.kind, p), req.arch->arch.name()};
+    auto best = db.best(key);
+    if (best)
+      std::printf("%-22s %-4s %-12s %-7s %-40s %10.2f us %8.1f GB/s %s\n", cand.name.c_str(), dtype_name(dt),
+                  p.shape_text.c_str(), best->backend.c_str(), best->params.c_str(), best->median_us,
+                  best->bandwidth_gbps, record_status_name(best->status));
+    else
+      all->without_kernel.push_back(
+          no_kernel_summary(db, key, cand.name, p.shape_text, u.workload->problem(task.verify_domain).shape_text));
+  }
+  std::fflush(stdout);
+}
+
+int report_totals(const TuneRequest& req, const TuneTotals& all, double seconds) {
+  std::fprintf(stderr,
+               "fusekit: %zu records written to %s (%zu verified and timed, %zu modeled, %zu failed, %zu pruned by "
+               "size; %zu shapes x backends held already%s) in %.0fs\n",
+               all.records, mask_uri(req.db_path).c_str(), all.measured, all.modeled, all.failed, all.pruned,
+               all.skipped, all.skipped ? ", skipped: --retune tunes them again" : "", seconds);
+  if (all.without_kernel.empty()) return 0;
+  std::fprintf(stderr, "fusekit: %zu requested op/dtype/size%s ended without a usable kernel:\n",
+               all.without_kernel.size(), all.without_kernel.size() == 1 ? "" : "s");
+  for (const auto& line : all.without_kernel) std::fprintf(stderr, "  %s\n", line.c_str());
+  return kExitNoKernel;
+}
+
 }  // namespace
 
 int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) {
@@ -114,144 +261,42 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
   if (vm.count("plan") && (vm.count("devices") || vm.count("device")))
     throw UserError("--plan tunes on GPU 0; --devices and --device are for --pattern and --expr tunes");
   if (vm.count("plan")) return cmd_tune_plan(vm);
-  if (!vm.count("arch")) throw UserError("tune needs --arch, e.g. --arch sm_90; known: " + known_arch_names());
-  const ArchLimits& arch = require_arch(vm["arch"].as<std::string>());
-  const std::vector<FusionCandidate> cands = selected_candidates(vm);
-  const std::vector<DType> dtypes = parse_dtypes(vm["dtype"].as<std::vector<std::string>>());
-  for (const auto& cand : cands)
-    for (const auto& s : sizes_for(vm, cand)) domain_for(cand, s);  // every shape fits before anything is opened
-  std::vector<Backend> backends;
-  for (const auto& b : split_list(vm["backend"].as<std::vector<std::string>>())) backends.push_back(parse_backend(b));
-  if (backends.empty()) throw UserError("--backend is empty; give nvrtc, halide or both");
-  TunerOptions options;
-  options.backends = backends;
-  options.budget = static_cast<size_t>(int_at_least(vm, "budget", 1, "at least 1"));
-  options.specialize = static_cast<size_t>(int_at_least(vm, "specialize", 0, "0 (off) or more"));
-  options.hint_twins = static_cast<size_t>(int_at_least(vm, "hint-twins", 0, "0 (off) or more"));
-  options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
-  options.measure.launch_deadline_s = vm["launch-deadline"].as<double>();
-  if (!(options.measure.launch_deadline_s >= 0.1 && options.measure.launch_deadline_s <= 86400))
-    throw UserError("--launch-deadline " + std::to_string(options.measure.launch_deadline_s) +
-                    " must be between 0.1 and 86400 seconds");
-  const std::string db_path = resolve_db_path(vm);
-  const ShardSpec shard = resolve_shard(vm.count("shard") ? vm["shard"].as<std::string>() : "",
-                                        vm["shard-count"].as<int>(), shard_environment());
-  const bool retune = vm.count("retune") > 0;
-
-  const std::string search = vm["search"].as<std::string>();
-  if (search != "sample" && search != "guided")
-    throw UserError("--search '" + search + "' is not a search; give sample or guided");
-  const std::shared_ptr<CostModel> learned = tune_cost_model(vm, db_path, arch);
-  if (search == "guided") options.guide = learned ? learned : std::shared_ptr<CostModel>(make_analytic_cost_model(arch));
-  if (vm.count("devices")) {
-    if (vm.count("model")) throw UserError("--devices measures on GPUs; --model ranks without one: give one of them");
-    if (vm.count("device")) throw UserError("give --devices or --device, not both");
-    // The store's schema is made once here, not raced by the children.
-    open_tune_db(db_path, OpenMode::kCreate);
-    const std::vector<int> devices = parse_devices(vm["devices"].as<std::string>(), [] {
-      return worker_device_count(worker_argv(0));
-    });
-    return tune_on_devices(devices, shard, command_args());
-  }
+  TuneRequest req = tune_request(vm);
+  const ArchLimits& arch = *req.arch;
+  const std::shared_ptr<CostModel> learned = tune_cost_model(vm, req.db_path, arch);
+  if (req.guided)
+    req.options.guide = learned ? learned : std::shared_ptr<CostModel>(make_analytic_cost_model(arch));
+  if (vm.count("devices")) return tune_on_devices_of(vm, req);
   if (vm.count("device") && vm.count("model")) throw UserError("--device measures on a GPU; --model without one");
   const int device = vm.count("device") ? int_at_least(vm, "device", 0, "a GPU ordinal (0 or more)") : 0;
   std::unique_ptr<Measurer> measurer = pick_measurer(arch, vm.count("model") > 0, device, vm.count("device") > 0, learned);
   // Records a server does not take are spooled beside the default database.
-  auto db = open_tune_db(db_path, OpenMode::kCreate,
+  auto db = open_tune_db(req.db_path, OpenMode::kCreate,
                          (std::filesystem::path(default_db_path()).parent_path() / "spool").string());
-  if (shard.count > 1) std::fprintf(stderr, "fusekit: shard %d of %d\n", shard.index, shard.count);
+  if (req.shard.count > 1) std::fprintf(stderr, "fusekit: shard %d of %d\n", req.shard.index, req.shard.count);
+  TunerOptions options = req.options;
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
 
-  const size_t total = cands.size() * dtypes.size();
+  const size_t total = req.cands.size() * req.dtypes.size();
   size_t done = 0;
-  struct : TuneSummary {
-    size_t skipped = 0;  // units the store held already
-  } all;
+  TuneTotals all;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  std::vector<std::string> without_kernel;
-  for (const auto& cand : cands) {
-    for (DType dt : dtypes) {
-      auto workload = make_candidate_workload(cand, dt);
-      auto builder = make_kernel_builder(cand, dt, arch);
-      TuneTask task;
-      task.workload = workload.get();
-      task.builder = builder.get();
-      task.pattern = cand.name;
-      task.pipeline_text = canonical_pipeline_text(cand, dt);
-      task.pipeline_hash = pipeline_hash(task.pipeline_text);
-      const std::vector<SizeSpec> sizes = sizes_for(vm, cand);
-      for (const auto& s : sizes) task.domains.push_back(domain_for(cand, s));
-      task.verify_domain = cand.odd_domain();
-      task.kind = cand.template_kind();
-      task.cached_inputs = cand.full_inputs();
-      task.traits = op_traits(cand, dt);
-      options.progress = [&](const std::string& line) {
-        const double t = elapsed();
-        const double frac = (static_cast<double>(done) + 0.5) / static_cast<double>(total);
-        std::fprintf(stderr, "[%zu/%zu] %s | %.0fs elapsed, ETA %.0fs\n", done + 1, total, line.c_str(), t,
-                     t / frac * (1.0 - frac));
-      };
-      // Per backend, the sizes of this shard that the store lacks from this
-      // toolchain and GPU (all of them with --retune).
-      const std::set<std::string> held =
-          retune ? std::set<std::string>{}
-                 : held_units(*db, cand.name, dtype_name(dt), arch.arch.name(),
-                              {measurer->device().gpu_name, options.provenance.cuda_version,
-                               options.provenance.halide_version, options.provenance.fusekit_version});
-      const std::vector<std::vector<int64_t>> domains = task.domains;
-      for (Backend b : backends) {
-        task.domains.clear();
-        for (const auto& d : domains) {
-          const std::string shape = workload->problem(d).shape_text;
-          if (!in_shard(shard, task.pipeline_hash, dtype_name(dt), shape, arch.arch.name(), backend_name(b))) continue;
-          if (held.count(unit_key(task.pipeline_hash, dtype_name(dt), shape, arch.arch.name(), backend_name(b)))) {
-            ++all.skipped;
-            continue;
-          }
-          task.domains.push_back(d);
-        }
-        if (task.domains.empty()) continue;
-        options.backends = {b};
-        TuneSummary s = tune(task, *measurer, *db, arch, options);
-        all.records += s.records;
-        all.measured += s.measured;
-        all.modeled += s.modeled;
-        all.failed += s.failed;
-        all.pruned += s.pruned;
-      }
+  options.progress = [&](const std::string& line) {
+    const double t = elapsed();
+    const double frac = (static_cast<double>(done) + 0.5) / static_cast<double>(total);
+    std::fprintf(stderr, "[%zu/%zu] %s | %.0fs elapsed, ETA %.0fs\n", done + 1, total, line.c_str(), t,
+                 t / frac * (1.0 - frac));
+  };
+  for (const auto& cand : req.cands) {
+    for (DType dt : req.dtypes) {
+      TuneUnit unit = tune_unit(vm, cand, dt, arch);
+      tune_backends(req, unit, dt, *measurer, *db, options, &all);
       ++done;
-      // Winner per size, as a summary line.
-      for (const auto& size : sizes) {
-        Problem p = workload->problem(domain_for(cand, size));
-        // Another shard's sizes, or held ones, are not this run's to judge.
-        bool mine = false;
-        for (Backend b : backends)
-          mine |= in_shard(shard, task.pipeline_hash, dtype_name(dt), p.shape_text, arch.arch.name(), backend_name(b));
-        if (!mine) continue;
-        const TuneKey key{task.pipeline_hash, dtype_name(dt), problem_bucket(task.kind, p), arch.arch.name()};
-        auto best = db->best(key);
-        if (best)
-          std::printf("%-22s %-4s %-12s %-7s %-40s %10.2f us %8.1f GB/s %s\n", cand.name.c_str(), dtype_name(dt),
-                      p.shape_text.c_str(), best->backend.c_str(), best->params.c_str(), best->median_us,
-                      best->bandwidth_gbps, record_status_name(best->status));
-        else
-          without_kernel.push_back(
-              no_kernel_summary(*db, key, cand.name, p.shape_text, workload->problem(task.verify_domain).shape_text));
-      }
-      std::fflush(stdout);
+      report_winners(req, cand, dt, unit, *db, &all);
     }
   }
-  std::fprintf(stderr,
-               "fusekit: %zu records written to %s (%zu verified and timed, %zu modeled, %zu failed, %zu pruned by "
-               "size; %zu shapes x backends held already%s) in %.0fs\n",
-               all.records, mask_uri(db_path).c_str(), all.measured, all.modeled, all.failed, all.pruned, all.skipped,
-               all.skipped ? ", skipped: --retune tunes them again" : "", elapsed());
-  if (without_kernel.empty()) return 0;
-  std::fprintf(stderr, "fusekit: %zu requested op/dtype/size%s ended without a usable kernel:\n", without_kernel.size(),
-               without_kernel.size() == 1 ? "" : "s");
-  for (const auto& line : without_kernel) std::fprintf(stderr, "  %s\n", line.c_str());
-  return kExitNoKernel;
+  return report_totals(req, all, elapsed());
 }
 
 }  // namespace fusekit

@@ -5,11 +5,11 @@
 #include <chrono>
 #include <map>
 #include <set>
-#include <sstream>
 #include <cstdio>
 
 #include "cli/cli_common.h"
 #include "cli/cmd_plan.h"
+#include "cli/tune_options.h"
 #include "cli/tune_shard.h"
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
@@ -20,10 +20,6 @@
 #include "generator/nvrtc/kernel_printer.h"
 #include "generator/nvrtc/row_printer.h"
 #include "search/tuner.h"
-
-#ifndef FUSEKIT_VERSION
-#define FUSEKIT_VERSION "0.0.0"
-#endif
 
 namespace fusekit {
 namespace {
@@ -50,24 +46,11 @@ int cmd_tune_plan(const boost::program_options::variables_map& vm) {
     for (const auto& s : e.sizes) j.domains.push_back(plan_domain(j.cand, s));
     jobs.push_back(std::move(j));
   }
-  std::vector<Backend> backends;
-  for (const auto& item : vm["backend"].as<std::vector<std::string>>()) {
-    std::stringstream bs(item);
-    for (std::string b; std::getline(bs, b, ',');)
-      if (!b.empty()) backends.push_back(parse_backend(b));
-  }
-  const int budget = vm["budget"].as<int>();
-  if (budget < 1) throw UserError("--budget " + std::to_string(budget) + " must be at least 1");
-  const std::string db_path = vm.count("db") ? vm["db"].as<std::string>() : default_db_path();
+  TunerOptions options = tuner_options(vm);
+  const std::vector<Backend> backends = options.backends;
+  const std::string db_path = resolve_db_path(vm);
   auto measurer = pick_measurer(arch, vm.count("model") > 0, 0, false);
   auto db = open_tune_db(db_path, OpenMode::kCreate);
-  TunerOptions options;
-  options.backends = backends;
-  options.budget = static_cast<size_t>(budget);
-  options.specialize = static_cast<size_t>(std::max(0, vm["specialize"].as<int>()));
-  options.hint_twins = static_cast<size_t>(std::max(0, vm["hint-twins"].as<int>()));
-  options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
-  options.measure.launch_deadline_s = std::max(0.1, vm["launch-deadline"].as<double>());
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
   const bool retune = vm.count("retune") > 0;
 

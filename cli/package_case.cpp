@@ -3,6 +3,11 @@
 #include "common/errors.h"
 
 namespace fusekit {
+
+void check_cuda(const CudaDriver& cu, CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) throw UserError(cuda_status(cu, r, what).message());
+}
+
 namespace {
 
 // Device buffers freed at scope exit.
@@ -21,9 +26,7 @@ class Buffers {
     bufs_.push_back(b);
     return b;
   }
-  void check(CUresult r, const char* what) const {
-    if (r != CUDA_SUCCESS) throw UserError(cuda_status(cu_, r, what).message());
-  }
+  void check(CUresult r, const char* what) const { check_cuda(cu_, r, what); }
 
  private:
   const CudaDriver& cu_;

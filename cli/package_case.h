@@ -39,6 +39,10 @@ struct CaseOutcome {
   bool context_lost = false;      // a CUDA error: the context is unusable after it
 };
 
+// Throws UserError naming `what` and the driver's error when r is not
+// CUDA_SUCCESS: the check of every driver call on the way to a case.
+void check_cuda(const CudaDriver& cu, CUresult r, const char* what);
+
 // Fills the inputs of problem `p` (seeded), runs the case, copies the
 // outputs back (poisoned beforehand, so an unwritten element fails) and
 // compares them with wl's reference at its tolerance. Driver failures on

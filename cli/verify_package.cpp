@@ -68,16 +68,25 @@ std::optional<FusionCandidate> package_op(const nlohmann::json& manifest, const 
   return c;
 }
 
-struct GemmTally {
+// Checks run, failed and skipped; `stopped` after a fault that leaves the
+// context unusable.
+struct Tally {
   int checks = 0, failed = 0, skipped = 0;
+  bool stopped = false;
+  void add(const Tally& o) {
+    checks += o.checks;
+    failed += o.failed;
+    skipped += o.skipped;
+    stopped |= o.stopped;
+  }
 };
 
 // Each GEMM entry tuned for this device's arch, at an odd M inside its
 // bucket and its N and K (skipped when M*N*K is over --max-elements), through fusekit_launch (which routes GEMM ops to
 // the package's cuBLASLt dispatcher) against the GEMM's CPU reference.
-GemmTally verify_gemm_entries(const nlohmann::json& manifest, const PackageApi& api, const CudaDriver& cu,
+Tally verify_gemm_entries(const nlohmann::json& manifest, const PackageApi& api, const CudaDriver& cu,
                               const std::string& device_arch, int64_t max_elements) {
-  GemmTally t;
+  Tally t;
   if (!manifest.contains("gemms")) return t;
   std::set<std::string> seen;
   for (const auto& g : manifest.at("gemms")) {
@@ -159,16 +168,21 @@ std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, in
   return flat;
 }
 
-int verify_package(const std::string& dir, int64_t max_elements) {
+namespace {
+
+nlohmann::json read_manifest(const std::string& dir) {
   const std::string manifest_path = dir + "/share/fusekit_kernels/manifest.json";
   std::ifstream mf(manifest_path);
   if (!mf) throw UserError("no package at '" + dir + "' (missing " + manifest_path + "); pass the --out of `fusekit build`");
-  nlohmann::json manifest;
   try {
-    manifest = nlohmann::json::parse(mf);
+    return nlohmann::json::parse(mf);
   } catch (const std::exception& e) {
     throw UserError(manifest_path + " is not valid JSON: " + e.what());
   }
+}
+
+// The package library loaded as an application loads it, and its C API.
+PackageApi load_package_api(const std::string& dir) {
   const std::string lib_path = dir + "/lib/libfusekit_kernels.so";
   void* lib = dlopen(lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw UserError("cannot load " + lib_path + ": " + dlerror());
@@ -178,116 +192,174 @@ int verify_package(const std::string& dir, int64_t max_elements) {
   api.last_error = reinterpret_cast<PackageApi::LastErrorFn>(dlsym(lib, "fusekit_last_error"));
   if (!api.launch || !api.explain || !api.last_error)
     throw UserError(lib_path + " lacks the fusekit_launch/explain/last_error API");
+  return api;
+}
 
-  const CudaDriver* cu = nullptr;
-  Status st = load_cuda_driver(&cu);
-  if (!st.ok()) throw UserError("verify --package needs a GPU: " + st.message());
-  CUdevice dev;
+// GPU 0 with its primary context current, and the arch the package's
+// variants are named by there ("ptx (compute_75)" with FUSEKIT_PTX_ONLY).
+struct Device {
+  CUdevice dev = 0;
+  std::string arch;
+};
+
+Device open_device(const CudaDriver& cu) {
+  Device d;
   CUcontext ctx;
-  auto check = [&](CUresult r, const char* what) {
-    if (r != CUDA_SUCCESS) throw UserError(cuda_status(*cu, r, what).message());
-  };
-  check(cu->cuInit(0), "cuInit");
-  check(cu->cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(cu->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  check_cuda(cu, cu.cuInit(0), "cuInit");
+  check_cuda(cu, cu.cuDeviceGet(&d.dev, 0), "cuDeviceGet");
+  check_cuda(cu, cu.cuDevicePrimaryCtxRetain(&ctx, d.dev), "cuDevicePrimaryCtxRetain");
+  check_cuda(cu, cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   int major = 0, minor = 0;
-  check(cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attribute");
-  check(cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attribute");
+  check_cuda(cu, cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.dev), "attribute");
+  check_cuda(cu, cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.dev), "attribute");
   const char* ptx_env = std::getenv("FUSEKIT_PTX_ONLY");
   const bool ptx_only = ptx_env && *ptx_env && std::strcmp(ptx_env, "0") != 0;
-  const std::string device_arch = ptx_only ? "ptx (compute_75)" : "sm_" + std::to_string(major * 10 + minor);
+  d.arch = ptx_only ? "ptx (compute_75)" : "sm_" + std::to_string(major * 10 + minor);
+  return d;
+}
 
-  // Buckets tuned per op and dtype, and the variants this device can take.
-  std::map<std::pair<std::string, std::string>, std::set<std::pair<int, int>>> buckets;  // (n, row) log2
+using OpKey = std::pair<std::string, std::string>;  // op, dtype
+
+// What the manifest's variants ask verify to reach, per op and dtype.
+struct PackageVariants {
+  std::map<OpKey, std::set<std::pair<int, int>>> buckets;  // tuned (n, row) log2
   // Variants compiled for one row length: (row length, n log2).
-  std::map<std::pair<std::string, std::string>, std::set<std::pair<int64_t, int>>> fixed_rows;
+  std::map<OpKey, std::set<std::pair<int64_t, int>>> fixed_rows;
   // Variants taken for rows of a multiple of some length: (multiple, n log2, row log2).
-  std::map<std::pair<std::string, std::string>, std::set<std::tuple<int, int, int>>> row_multiples;
-  std::set<std::string> expected, taken;
+  std::map<OpKey, std::set<std::tuple<int, int, int>>> row_multiples;
+  // "ENTRY | SCHEDULE | BUCKET" of every variant for this device's arch.
+  std::set<std::string> expected;
+};
+
+PackageVariants package_variants(const nlohmann::json& manifest, const std::string& device_arch) {
+  PackageVariants pv;
   for (const auto& v : manifest.at("variants")) {
     const std::string op = v.at("op"), dt = v.at("dtype"), bucket = v.at("shape_bucket");
-    auto& b = buckets[{op, dt}];
+    auto& b = pv.buckets[{op, dt}];
     int n = 0, row = -1;
     const bool bucketed = parse_shape_bucket(bucket, &n, &row);
     if (bucketed) b.insert({n, row});
     if (v.contains("row_length") && v.at("row_length").is_number_integer())
-      fixed_rows[{op, dt}].insert({v.at("row_length").get<int64_t>(), n});
+      pv.fixed_rows[{op, dt}].insert({v.at("row_length").get<int64_t>(), n});
     if (bucketed && v.value("row_multiple", 1) > 1)
-      row_multiples[{op, dt}].insert({v.at("row_multiple").get<int>(), n, row});
+      pv.row_multiples[{op, dt}].insert({v.at("row_multiple").get<int>(), n, row});
     if (v.at("arch") == device_arch)
-      expected.insert(v.at("entry").get<std::string>() + " | " + v.at("params").get<std::string>() + " | " + bucket);
+      pv.expected.insert(v.at("entry").get<std::string>() + " | " + v.at("params").get<std::string>() + " | " + bucket);
   }
+  return pv;
+}
 
-  int checks = 0, failed = 0, skipped = 0;
-  for (const auto& [key, bucket_set] : buckets) {
-    const auto& [op, dt_name] = key;
-    const std::optional<FusionCandidate> found = package_op(manifest, op);
-    const FusionCandidate* cand = found ? &*found : nullptr;
-    auto dt = parse_dtype(dt_name);
-    if (!cand || !dt) {
-      std::printf("%-22s %-4s skipped: neither a catalog op nor an expression in the manifest\n", op.c_str(),
-                  dt_name.c_str());
-      ++skipped;
+template <class Set>
+const Set& at_or_empty(const std::map<OpKey, Set>& m, const OpKey& key) {
+  static const Set kEmpty;
+  const auto it = m.find(key);
+  return it == m.end() ? kEmpty : it->second;
+}
+
+struct OpCase {
+  std::vector<int64_t> domain;
+  bool misaligned = false;
+};
+
+// One op's problems: an odd one inside every tuned bucket; for a variant
+// specialized for a row length, the most odd rows of it that stay in its
+// bucket and within `max_elements` (selection takes it at any row count);
+// for a variant for rows of a multiple of m, its bucket's odd shape with
+// the row length rounded up to a multiple of m; last, the catalog's odd
+// shape with misaligned pointers.
+std::vector<OpCase> op_cases(const FusionCandidate& cand, const OpKey& key, const PackageVariants& pv,
+                             int64_t max_elements) {
+  std::vector<OpCase> cases;
+  for (const auto& [k, row_k] : at_or_empty(pv.buckets, key)) cases.push_back({odd_domain_in_bucket(cand, k, row_k)});
+  for (const auto& [cols, k] : at_or_empty(pv.fixed_rows, key)) {
+    const int64_t most = std::min(int64_t{1} << k, max_elements);
+    cases.push_back({{cols, odd_at_most(std::max<int64_t>(1, most / cols))}});
+  }
+  for (const auto& [m, k, row_k] : at_or_empty(pv.row_multiples, key)) {
+    std::vector<int64_t> d = odd_domain_in_bucket(cand, k, row_k);
+    d.front() = RowReductionTemplate::round_up_row(d.front(), m);
+    cases.push_back({d});
+  }
+  cases.push_back({cand.odd_domain(), true});
+  return cases;
+}
+
+// Runs one op's cases through the package, printing a line each and adding
+// the variant each took to `taken`. `seed_base` numbers the checks before.
+Tally verify_op(const nlohmann::json& manifest, const PackageApi& api, const CudaDriver& cu, const OpKey& key,
+                const PackageVariants& pv, int64_t max_elements, int seed_base, std::set<std::string>* taken) {
+  const auto& [op, dt_name] = key;
+  Tally t;
+  const std::optional<FusionCandidate> cand = package_op(manifest, op);
+  const std::optional<DType> dt = parse_dtype(dt_name);
+  if (!cand || !dt) {
+    std::printf("%-22s %-4s skipped: neither a catalog op nor an expression in the manifest\n", op.c_str(),
+                dt_name.c_str());
+    ++t.skipped;
+    return t;
+  }
+  auto wl = make_candidate_workload(*cand, *dt);
+  const std::vector<float> params = wl->param_values();
+  for (const auto& [domain, misaligned] : op_cases(*cand, key, pv, max_elements)) {
+    Problem p = wl->problem(domain);
+    if (p.elements() > max_elements) {
+      std::printf("%-22s %-4s %-16s skipped: over --max-elements\n", op.c_str(), dt_name.c_str(), p.shape_text.c_str());
+      ++t.skipped;
       continue;
     }
-    auto wl = make_candidate_workload(*cand, *dt);
-    std::vector<std::pair<std::vector<int64_t>, bool>> cases;  // domain, misaligned
-    for (const auto& [k, row_k] : bucket_set) cases.push_back({odd_domain_in_bucket(*cand, k, row_k), false});
-    // A specialized variant at its own row length: the most odd rows that
-    // stay in its bucket and within --max-elements (selection takes it at
-    // any row count).
-    for (const auto& [cols, k] : fixed_rows[key]) {
-      const int64_t most = std::min(int64_t{1} << k, max_elements);
-      cases.push_back({{cols, odd_at_most(std::max<int64_t>(1, most / cols))}, false});
-    }
-    // A variant for rows of a multiple of m: its bucket's odd shape with
-    // the row length rounded up to a multiple of m.
-    for (const auto& [m, k, row_k] : row_multiples[key]) {
-      std::vector<int64_t> d = odd_domain_in_bucket(*cand, k, row_k);
-      d.front() = RowReductionTemplate::round_up_row(d.front(), m);
-      cases.push_back({d, false});
-    }
-    cases.push_back({cand->odd_domain(), true});
-    const std::vector<float> params = wl->param_values();
-    for (const auto& [domain, misaligned] : cases) {
-      Problem p = wl->problem(domain);
-      if (p.elements() > max_elements) {
-        std::printf("%-22s %-4s %-16s skipped: over --max-elements\n", op.c_str(), dt_name.c_str(), p.shape_text.c_str());
-        ++skipped;
-        continue;
-      }
-      PackageCase pc{op, dt_name, std::vector<int64_t>(domain.rbegin(), domain.rend()), params, misaligned,
-                     7919u * static_cast<uint32_t>(checks + 1)};
-      const CaseOutcome r = run_package_case(api, *cu, *wl, p, pc);
-      const std::string& error = r.error;
-      const char* why = r.explanation.c_str();
-      taken.insert(variant_key_from_explain(why));
-      ++checks;
-      failed += !error.empty();
-      std::printf("%-22s %-4s %-16s %-9s %s %s\n", op.c_str(), dt_name.c_str(), p.shape_text.c_str(),
-                  misaligned ? "unaligned" : "aligned", error.empty() ? "ok" : "FAILED", error.empty() ? why : error.c_str());
-      if (r.context_lost) {
-        std::printf("the context is unusable after a kernel fault; stopping\n");
-        return 1;
-      }
+    PackageCase pc{op, dt_name, std::vector<int64_t>(domain.rbegin(), domain.rend()), params, misaligned,
+                   7919u * static_cast<uint32_t>(seed_base + t.checks + 1)};
+    const CaseOutcome r = run_package_case(api, cu, *wl, p, pc);
+    const std::string& error = r.error;
+    const char* why = r.explanation.c_str();
+    taken->insert(variant_key_from_explain(why));
+    ++t.checks;
+    t.failed += !error.empty();
+    std::printf("%-22s %-4s %-16s %-9s %s %s\n", op.c_str(), dt_name.c_str(), p.shape_text.c_str(),
+                misaligned ? "unaligned" : "aligned", error.empty() ? "ok" : "FAILED", error.empty() ? why : error.c_str());
+    if (r.context_lost) {
+      std::printf("the context is unusable after a kernel fault; stopping\n");
+      t.stopped = true;
+      break;
     }
   }
-  const GemmTally gemm = verify_gemm_entries(manifest, api, *cu, device_arch, max_elements);
-  checks += gemm.checks;
-  failed += gemm.failed;
-  skipped += gemm.skipped;
+  return t;
+}
+
+// The summary line, after naming each variant for this arch that no check
+// took. A generic variant is unreachable where a tuned one needs no more
+// alignment than an element (vec=1); selection prefers the tuned one.
+void report_coverage(const std::set<std::string>& expected, const std::set<std::string>& taken, const Tally& t,
+                     const std::string& device_arch) {
   size_t covered = 0;
   for (const auto& e : expected) {
     covered += taken.count(e);
-    // A generic variant is unreachable where a tuned one needs no more
-    // alignment than an element (vec=1); selection prefers the tuned one.
     if (!taken.count(e)) std::printf("not taken: %s\n", e.c_str());
   }
-  std::printf("%d checks, %d failed, %d skipped; took %zu of the %zu %s variants in the manifest\n", checks, failed,
-              skipped, covered, expected.size(), device_arch.c_str());
-  cu->cuDevicePrimaryCtxRelease(dev);
-  return failed ? 1 : 0;
+  std::printf("%d checks, %d failed, %d skipped; took %zu of the %zu %s variants in the manifest\n", t.checks, t.failed,
+              t.skipped, covered, expected.size(), device_arch.c_str());
+}
+
+}  // namespace
+
+int verify_package(const std::string& dir, int64_t max_elements) {
+  const nlohmann::json manifest = read_manifest(dir);
+  const PackageApi api = load_package_api(dir);
+  const CudaDriver* cu = nullptr;
+  Status st = load_cuda_driver(&cu);
+  if (!st.ok()) throw UserError("verify --package needs a GPU: " + st.message());
+  const Device device = open_device(*cu);
+  const PackageVariants pv = package_variants(manifest, device.arch);
+  Tally all;
+  std::set<std::string> taken;
+  for (const auto& entry : pv.buckets) {
+    all.add(verify_op(manifest, api, *cu, entry.first, pv, max_elements, all.checks, &taken));
+    if (all.stopped) return 1;
+  }
+  all.add(verify_gemm_entries(manifest, api, *cu, device.arch, max_elements));
+  report_coverage(pv.expected, taken, all, device.arch);
+  cu->cuDevicePrimaryCtxRelease(device.dev);
+  return all.failed ? 1 : 0;
 }
 
 }  // namespace fusekit

@@ -150,6 +150,128 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   return s;
 }
 
+namespace {
+
+// One NVRTC row-reduction seed shape.
+struct RowSeed {
+  int64_t threads;    // per block for 4-byte elements (2048: a 16-bit seed's 1024)
+  int64_t rows;       // rows per block
+  int64_t cache;      // 16-byte vectors of the row each thread holds; 0: re-read the row every pass
+  int64_t split;      // blocks (a cluster) sharing a row
+  bool also_precise;  // also without fast math (fast=0)
+  bool staged;        // the row staged in shared memory (smem=1)
+  int64_t persist;    // > 0: persistent blocks per SM copying the next row ahead (16-bit only)
+};
+
+// The NVRTC seed shapes for 4-byte elements: rows held in registers at
+// 1024 (four rows per block), 1024, 4096 and 16384 columns, a variant that
+// re-reads the row every pass, rows of 65536 held in the registers of a cluster of 8 or 4 blocks
+// (sm_90; elsewhere the space drops them), and rows of 16384 and 65536
+// (a cluster of 4) staged in shared memory, which leaves the registers
+// free for more resident warps; for 16-bit elements also a row of 16384
+// staged in two persistent blocks per SM that copy the next row ahead (the
+// one persistent schedule that has won a measured shape; as f32 its two
+// buffers fit once per SM). Narrower elements keep the bytes each
+// thread has in flight (a row op is latency-bound when they are few): a
+// 16-byte vector holds twice the bf16 elements, so half the threads cover
+// the same row; re-reading keeps every thread. No persistent seed for
+// rows of 65536: staged in persistent clusters of 4 (1024 f32 or 512 bf16
+// threads, one or two per SM; bf16 also 2 blocks of 1024 threads), their
+// grid capped at the clusters the device holds, lost clearly to the
+// non-persistent ones wherever they were measured.
+// Rows of 65536 also split across clusters of 2 (in registers, 16 or 8
+// vectors per thread, bf16 also 4 in 1024 threads, or staged): a cluster
+// must fit in one GPC, and on the H200 only 30 clusters of 4 blocks that
+// fill an SM each are resident (120 of 132 SMs;
+// GpuKernels.PersistentClustersAreCountedByTheDriver), while pairs fill
+// every SM; the register and staged forms below each won some of the row
+// ops at 65536 columns on the H200.
+constexpr RowSeed kRowSeeds[] = {
+    {32, 4, 8, 1, true, false, 0},    {128, 1, 2, 1, true, false, 0},   {256, 1, 4, 1, true, false, 0},
+    {512, 1, 8, 1, true, false, 0},   {1024, 1, 0, 1, true, false, 0},  {256, 1, 8, 8, false, false, 0},
+    {512, 1, 8, 4, false, false, 0},  {512, 1, 8, 1, false, true, 0},   {1024, 1, 4, 1, false, true, 0},
+    {1024, 1, 4, 4, false, true, 0},  {1024, 1, 4, 1, false, true, 2},  {512, 1, 16, 2, false, false, 0},
+    {1024, 1, 8, 2, false, false, 0}, {1024, 1, 8, 2, false, true, 0},  {2048, 1, 4, 2, false, false, 0}};
+
+// The configs of one seed shape at `element_bytes`: with fast math and, if
+// asked, without; a staged one with kept and with recomputed bodies.
+void add_row_seed(const RowSeed& s, int element_bytes, std::vector<Config>* out) {
+  // 2048 "threads" is a 16-bit seed's 1024 (no f32 block has as many).
+  if ((s.persist > 0 || s.threads > 1024) && element_bytes >= 4) return;
+  const int64_t wide = 16 / element_bytes;
+  for (int64_t fast = 1; fast >= (s.also_precise ? 0 : 1); --fast) {
+    Config c;
+    c.set("threads", s.cache > 0 ? s.threads * element_bytes / 4 : s.threads);
+    c.set("rows", s.rows);
+    c.set("vec", wide);
+    c.set("cache", s.cache);
+    c.set("split", s.split);
+    c.set("fast", fast);
+    // Reduction bodies kept per element cost one f32 register each: a
+    // 16-bit row of 32 or more elements per thread recomputes them; else
+    // they are kept and feed the later reductions too (keep=2, which
+    // prints the same kernel as keep=1 where no later reduction holds a
+    // kept body). A re-reading seed keeps nothing (keep=1).
+    c.set("keep", c.get("cache") == 0 ? 1 : element_bytes < 4 && c.get("cache") * wide >= 32 ? 0 : 2);
+    if (!s.staged) {
+      out->push_back(c);
+      continue;
+    }
+    // A staged row: kept bodies (shared memory, freeing the inputs after
+    // the first pass: add_layernorm) or recomputed ones (fewer bytes
+    // staged: softmax stages x alone).
+    c.set("smem", 1);
+    if (s.persist > 0) c.set("persist", s.persist);
+    for (int64_t keep : {2, 0}) {
+      c.set("keep", keep);
+      out->push_back(c);
+    }
+  }
+}
+
+// Rows of 16384 held in the registers of 1024 threads (f32: 4 vectors of
+// 4, bf16: 2 of 8). Generic, such a kernel needs 56 registers (bf16
+// layernorm; one block per SM); compiled for the row length (len), 32:
+// two blocks, every warp slot, as Inductor's looped kernel has, with the
+// row read once; specialized it wins some f32 row ops at 16384 columns,
+// while in bf16 its generic form ranks too low for the tuner to specialize.
+void add_registers_of_16384(int element_bytes, std::vector<Config>* out) {
+  const int64_t wide = 16 / element_bytes;
+  Config c;
+  c.set("threads", 1024);
+  c.set("rows", 1);
+  c.set("vec", wide);
+  c.set("cache", 16384 / (1024 * wide));
+  c.set("split", 1);
+  c.set("fast", 1);
+  c.set("keep", element_bytes < 4 ? 0 : 2);
+  out->push_back(c);
+  // 16-bit rows of 16384 also in the registers of 512 threads (4 vectors
+  // of 8), the register form of the staged 512-thread seed. Compiled for
+  // the length it needs 32 registers for rmsnorm (48 generic) and 40 for
+  // layernorm (54): four and three blocks per SM, which made it the
+  // fastest probed schedule for bf16 norms at 16384 columns once
+  // specialized (docs/architecture.md, "Decisions and findings").
+  if (element_bytes < 4) {
+    c.set("threads", 512);
+    c.set("cache", 16384 / (512 * wide));
+    out->push_back(c);
+  }
+}
+
+// Appends a copy with `name`=`value` of each config of `out` that `takes`.
+template <class Takes>
+void add_copies_with(const char* name, int64_t value, Takes takes, std::vector<Config>* out) {
+  for (size_t i = 0, n = out->size(); i < n; ++i) {
+    if (!takes((*out)[i])) continue;
+    Config c = (*out)[i];
+    c.set(name, value);
+    out->push_back(c);
+  }
+}
+
+}  // namespace
+
 std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_bytes) {
   std::vector<Config> out;
   if (backend == Backend::kHalide) {
@@ -160,127 +282,29 @@ std::vector<Config> RowReductionTemplate::seeds(Backend backend, int element_byt
       out.push_back(Config(std::map<std::string, int64_t>{{"threads", t}, {"vec", 16 / element_bytes}, {"lanes", 1}}));
     return out;
   }
-  const int64_t wide = 16 / element_bytes;
-  // {threads, rows, 16-byte vectors cached, split, fast modes, smem,
-  // persist} for
-  // 4-byte elements: rows held in registers at 1024 (four rows per block),
-  // 1024, 4096 and 16384 columns, a variant that re-reads the row every
-  // pass, rows of 65536 held in the registers of a cluster of 8 or 4 blocks
-  // (sm_90; elsewhere the space drops them), and rows of 16384 and 65536
-  // (a cluster of 4) staged in shared memory, which leaves the registers
-  // free for more resident warps; for 16-bit elements also a row of 16384
-  // staged in two persistent blocks per SM that copy the next row ahead (the
-  // one persistent schedule that has won a measured shape; as f32 its two
-  // buffers fit once per SM). Narrower elements keep the bytes each
-  // thread has in flight (a row op is latency-bound when they are few): a
-  // 16-byte vector holds twice the bf16 elements, so half the threads cover
-  // the same row; re-reading keeps every thread. No persistent seed for
-  // rows of 65536: staged in persistent clusters of 4 (1024 f32 or 512 bf16
-  // threads, one or two per SM; bf16 also 2 blocks of 1024 threads), their
-  // grid capped at the clusters the device holds, lost clearly to the
-  // non-persistent ones wherever they were measured.
-  // Rows of 65536 also split across clusters of 2 (in registers, 16 or 8
-  // vectors per thread, bf16 also 4 in 1024 threads, or staged): a cluster
-  // must fit in one GPC, and on the H200 only 30 clusters of 4 blocks that
-  // fill an SM each are resident (120 of 132 SMs;
-  // GpuKernels.PersistentClustersAreCountedByTheDriver), while pairs fill
-  // every SM; the register and staged forms below each won some of the row
-  // ops at 65536 columns on the H200.
-  const int64_t shapes[][7] = {{32, 4, 8, 1, 2, 0, 0},   {128, 1, 2, 1, 2, 0, 0},  {256, 1, 4, 1, 2, 0, 0},
-                               {512, 1, 8, 1, 2, 0, 0},  {1024, 1, 0, 1, 2, 0, 0}, {256, 1, 8, 8, 1, 0, 0},
-                               {512, 1, 8, 4, 1, 0, 0},  {512, 1, 8, 1, 1, 1, 0},  {1024, 1, 4, 1, 1, 1, 0},
-                               {1024, 1, 4, 4, 1, 1, 0}, {1024, 1, 4, 1, 1, 1, 2}, {512, 1, 16, 2, 1, 0, 0},
-                               {1024, 1, 8, 2, 1, 0, 0},  {1024, 1, 8, 2, 1, 1, 0},  {2048, 1, 4, 2, 1, 0, 0}};
-  for (const auto& s : shapes)
-    for (int64_t fast = 1; fast >= 2 - s[4]; --fast) {
-      // 2048 "threads" is a 16-bit seed's 1024 (no f32 block has as many).
-      if ((s[6] > 0 || s[0] > 1024) && element_bytes >= 4) continue;
-      Config c;
-      c.set("threads", s[2] > 0 ? s[0] * element_bytes / 4 : s[0]);
-      c.set("rows", s[1]);
-      c.set("vec", wide);
-      c.set("cache", s[2]);
-      c.set("split", s[3]);
-      c.set("fast", fast);
-      // Reduction bodies kept per element cost one f32 register each: a
-      // 16-bit row of 32 or more elements per thread recomputes them; else
-      // they are kept and feed the later reductions too (keep=2, which
-      // prints the same kernel as keep=1 where no later reduction holds a
-      // kept body). A re-reading seed keeps nothing (keep=1).
-      c.set("keep", c.get("cache") == 0 ? 1 : element_bytes < 4 && c.get("cache") * wide >= 32 ? 0 : 2);
-      if (s[5] == 0) {
-        out.push_back(c);
-        continue;
-      }
-      // A staged row: kept bodies (shared memory, freeing the inputs after
-      // the first pass: add_layernorm) or recomputed ones (fewer bytes
-      // staged: softmax stages x alone).
-      c.set("smem", 1);
-      if (s[6] > 0) c.set("persist", s[6]);
-      for (int64_t keep : {2, 0}) {
-        c.set("keep", keep);
-        out.push_back(c);
-      }
-    }
-  // Rows of 16384 held in the registers of 1024 threads (f32: 4 vectors of
-  // 4, bf16: 2 of 8). Generic, such a kernel needs 56 registers (bf16
-  // layernorm; one block per SM); compiled for the row length (len), 32:
-  // two blocks, every warp slot, as Inductor's looped kernel has, with the
-  // row read once; specialized it wins some f32 row ops at 16384 columns,
-  // while in bf16 its generic form ranks too low for the tuner to specialize.
-  {
-    Config c;
-    c.set("threads", 1024);
-    c.set("rows", 1);
-    c.set("vec", wide);
-    c.set("cache", 16384 / (1024 * wide));
-    c.set("split", 1);
-    c.set("fast", 1);
-    c.set("keep", element_bytes < 4 ? 0 : 2);
-    out.push_back(c);
-    // 16-bit rows of 16384 also in the registers of 512 threads (4 vectors
-    // of 8), the register form of the staged 512-thread seed. Compiled for
-    // the length it needs 32 registers for rmsnorm (48 generic) and 40 for
-    // layernorm (54): four and three blocks per SM, which made it the
-    // fastest probed schedule for bf16 norms at 16384 columns once
-    // specialized (docs/architecture.md, "Decisions and findings").
-    if (element_bytes < 4) {
-      c.set("threads", 512);
-      c.set("cache", 16384 / (512 * wide));
-      out.push_back(c);
-    }
-  }
+  for (const RowSeed& s : kRowSeeds) add_row_seed(s, element_bytes, &out);
+  add_registers_of_16384(element_bytes, &out);
   // The rows of 4096 held in registers also with L2 eviction policies on
   // their loads (hint=1; the space drops it before sm_80): of every fast
   // seed measured so, only this one gained.
-  for (size_t i = 0, n = out.size(); i < n; ++i) {
-    if (out[i].get("fast") == 0 || cached_row(out[i]) != 4096 || out[i].get("rows") != 1) continue;
-    Config c = out[i];
-    c.set("hint", 1);
-    out.push_back(c);
-  }
+  add_copies_with(
+      "hint", 1, [](const Config& c) { return c.get("fast") != 0 && cached_row(c) == 4096 && c.get("rows") == 1; },
+      &out);
   // The seeds holding rows of 16384 in registers (512 and 1024 threads)
   // also read with Inductor's hints (hint=2: evict_last in L1 and L2 for
   // the row and the weights), which closed the gap to Inductor's kernels at
   // 16384 columns for about half of the row ops (docs/architecture.md,
   // "Decisions and findings").
-  for (size_t i = 0, n = out.size(); i < n; ++i) {
-    if (cached_row(out[i]) != 16384 || out[i].get("split") != 1 || out[i].get_or("smem", 0) != 0) continue;
-    Config c = out[i];
-    c.set("hint", 2);
-    out.push_back(c);
-  }
+  add_copies_with(
+      "hint", 2,
+      [](const Config& c) { return cached_row(c) == 16384 && c.get("split") == 1 && c.get_or("smem", 0) == 0; },
+      &out);
   // Rows split across a pair of blocks (the rows of 65536) also with one
   // combine for each pair of reductions (onepass=1; the space keeps it for
   // the ops that have such a pair): there each combine is a cluster barrier
   // in a block's short life, so halving them pays there (it won f32 softmax
   // and log_softmax at 65536 columns in registers).
-  for (size_t i = 0, n = out.size(); i < n; ++i) {
-    if (out[i].get("split") != 2) continue;
-    Config c = out[i];
-    c.set("onepass", 1);
-    out.push_back(c);
-  }
+  add_copies_with("onepass", 1, [](const Config& c) { return c.get("split") == 2; }, &out);
   // No other seed has onepass=1, and none wbatch=1: on the H200 neither
   // gained at the best schedules of 1024-16384 columns; both stay in the
   // space for the model's picks and the random sample.

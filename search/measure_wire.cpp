@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 
 #include "common/errors.h"
 
@@ -60,190 +61,141 @@ std::vector<uint8_t> Reader::bytes() {
 
 namespace {
 
-void write_dims(Writer& w, const std::vector<int64_t>& dims) {
-  w.u64(dims.size());
-  for (int64_t d : dims) w.i64(d);
-}
-std::vector<int64_t> read_dims(Reader& r) {
-  std::vector<int64_t> dims(r.u64());
-  for (auto& d : dims) d = r.i64();
-  return dims;
-}
-void write_dims_list(Writer& w, const std::vector<std::vector<int64_t>>& list) {
-  w.u64(list.size());
-  for (const auto& d : list) write_dims(w, d);
-}
-std::vector<std::vector<int64_t>> read_dims_list(Reader& r) {
-  std::vector<std::vector<int64_t>> list(r.u64());
-  for (auto& d : list) d = read_dims(r);
-  return list;
-}
-void write_tensors(Writer& w, const std::vector<HostTensor>& ts) {
-  w.u64(ts.size());
-  for (const auto& t : ts) {
-    w.u64(static_cast<uint64_t>(t.dtype));
-    write_dims(w, t.dims);
-    w.bytes(t.bytes);
+// The fields of each message in wire order: one list per message, walked
+// by Encode to write and by Decode to read, so the two cannot drift apart.
+template <class Io, class M>
+void walk(Io& io, M& m) {
+  using T = std::remove_const_t<M>;
+  if constexpr (std::is_same_v<T, DeviceInfo>) {
+    io.fields(m.gpu_name, m.arch.major, m.arch.minor, m.sm_count, m.l2_bytes, m.driver_version, m.measured);
+  } else if constexpr (std::is_same_v<T, HostTensor>) {
+    io.fields(m.dtype, m.dims, m.bytes);
+  } else if constexpr (std::is_same_v<T, Problem>) {
+    io.fields(m.domain, m.shape_text, m.input_dims, m.output_dims);
+  } else if constexpr (std::is_same_v<T, Tolerance>) {
+    io.fields(m.atol, m.rtol, m.row_length);
+  } else if constexpr (std::is_same_v<T, HostProblem>) {
+    io.fields(m.key, m.problem, m.inputs, m.reference, m.tolerance, m.params);
+  } else if constexpr (std::is_same_v<T, MeasureOptions>) {
+    io.fields(m.time, m.min_samples, m.max_samples, m.target_ms, m.rounds, m.seed, m.launch_deadline_s);
+  } else if constexpr (std::is_same_v<T, KernelParam>) {
+    io.fields(m.kind, m.type, m.index, m.expr);
+  } else if constexpr (std::is_same_v<T, KernelArtifact>) {
+    io.fields(m.backend, m.image_kind, m.image, m.entry, m.target_sm, m.block, m.grid, m.shared_bytes, m.params,
+              m.pointer_alignment, m.row_length, m.row_multiple, m.registers, m.static_shared_bytes);
+  } else if constexpr (std::is_same_v<T, MeasureResult>) {
+    // Without the summary fields: the reader recomputes them from the samples.
+    io.fields(m.status, m.samples_us, m.verify_error, m.error);
+  } else {
+    static_assert(sizeof(T) == 0, "no field list for this message type");
   }
 }
-std::vector<HostTensor> read_tensors(Reader& r) {
-  std::vector<HostTensor> ts(r.u64());
-  for (auto& t : ts) {
-    t.dtype = static_cast<DType>(r.u64());
-    t.dims = read_dims(r);
-    t.bytes = r.bytes();
+
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+
+// Writes a value: bools, enums and unsigned as u64, signed integers as i64,
+// floating point as f64, a vector as its size then its elements, a fixed
+// array as its elements, a message as its field list (walk).
+class Encode {
+ public:
+  explicit Encode(Writer& w) : w_(w) {}
+  void operator()(const std::string& s) { w_.str(s); }
+  void operator()(const std::vector<uint8_t>& b) { w_.bytes(b); }
+  void operator()(const LaunchExpr& e) { w_.str(e.to_string()); }
+  template <class... V>
+  void fields(const V&... v) {
+    ((*this)(v), ...);
   }
-  return ts;
-}
-LaunchExpr read_expr(Reader& r) {
-  LaunchExpr e;
-  const Status st = LaunchExpr::parse(r.str(), &e);
-  if (!st.ok()) throw InternalError("measure worker: " + st.message());
-  return e;
+  template <class T>
+  void operator()(const T& v) {
+    if constexpr (std::is_enum_v<T> || std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
+      w_.u64(static_cast<uint64_t>(v));
+    } else if constexpr (std::is_integral_v<T>) {
+      w_.i64(v);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      w_.f64(v);
+    } else if constexpr (std::is_array_v<T>) {
+      for (const auto& e : v) (*this)(e);
+    } else if constexpr (IsVector<T>::value) {
+      w_.u64(v.size());
+      for (const auto& e : v) (*this)(e);
+    } else {
+      walk(*this, v);
+    }
+  }
+
+ private:
+  Writer& w_;
+};
+
+// Reads back what Encode wrote, value for value.
+class Decode {
+ public:
+  explicit Decode(Reader& r) : r_(r) {}
+  void operator()(std::string& s) { s = r_.str(); }
+  void operator()(std::vector<uint8_t>& b) { b = r_.bytes(); }
+  void operator()(LaunchExpr& e) {
+    LaunchExpr parsed;
+    const Status st = LaunchExpr::parse(r_.str(), &parsed);
+    if (!st.ok()) throw InternalError("measure worker: " + st.message());
+    e = parsed;
+  }
+  template <class... V>
+  void fields(V&... v) {
+    ((*this)(v), ...);
+  }
+  template <class T>
+  void operator()(T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      v = r_.u64() != 0;
+    } else if constexpr (std::is_enum_v<T> || std::is_unsigned_v<T>) {
+      v = static_cast<T>(r_.u64());
+    } else if constexpr (std::is_integral_v<T>) {
+      v = static_cast<T>(r_.i64());
+    } else if constexpr (std::is_floating_point_v<T>) {
+      v = static_cast<T>(r_.f64());
+    } else if constexpr (std::is_array_v<T>) {
+      for (auto& e : v) (*this)(e);
+    } else if constexpr (IsVector<T>::value) {
+      v.resize(r_.u64());
+      for (auto& e : v) (*this)(e);
+    } else {
+      walk(*this, v);
+    }
+  }
+
+ private:
+  Reader& r_;
+};
+
+template <class T>
+T decoded(Reader& r) {
+  T v{};
+  Decode{r}(v);
+  return v;
 }
 
 }  // namespace
 
-void write_device(Writer& w, const DeviceInfo& d) {
-  w.str(d.gpu_name);
-  w.i64(d.arch.major);
-  w.i64(d.arch.minor);
-  w.i64(d.sm_count);
-  w.f64(d.l2_bytes);
-  w.str(d.driver_version);
-  w.u64(d.measured);
-}
-DeviceInfo read_device(Reader& r) {
-  DeviceInfo d;
-  d.gpu_name = r.str();
-  d.arch.major = static_cast<int>(r.i64());
-  d.arch.minor = static_cast<int>(r.i64());
-  d.sm_count = static_cast<int>(r.i64());
-  d.l2_bytes = r.f64();
-  d.driver_version = r.str();
-  d.measured = r.u64() != 0;
-  return d;
-}
+void write_device(Writer& w, const DeviceInfo& d) { Encode{w}(d); }
+DeviceInfo read_device(Reader& r) { return decoded<DeviceInfo>(r); }
 
-void write_problem(Writer& w, const HostProblem& p) {
-  w.str(p.key);
-  write_dims(w, p.problem.domain);
-  w.str(p.problem.shape_text);
-  write_dims_list(w, p.problem.input_dims);
-  write_dims_list(w, p.problem.output_dims);
-  write_tensors(w, p.inputs);
-  write_tensors(w, p.reference);
-  w.f64(p.tolerance.atol);
-  w.f64(p.tolerance.rtol);
-  w.i64(p.tolerance.row_length);
-  w.u64(p.params.size());
-  for (float v : p.params) w.f64(v);
-}
-HostProblem read_problem(Reader& r) {
-  HostProblem p;
-  p.key = r.str();
-  p.problem.domain = read_dims(r);
-  p.problem.shape_text = r.str();
-  p.problem.input_dims = read_dims_list(r);
-  p.problem.output_dims = read_dims_list(r);
-  p.inputs = read_tensors(r);
-  p.reference = read_tensors(r);
-  p.tolerance.atol = r.f64();
-  p.tolerance.rtol = r.f64();
-  p.tolerance.row_length = r.i64();
-  p.params.resize(r.u64());
-  for (float& v : p.params) v = static_cast<float>(r.f64());
-  return p;
-}
+void write_problem(Writer& w, const HostProblem& p) { Encode{w}(p); }
+HostProblem read_problem(Reader& r) { return decoded<HostProblem>(r); }
 
-void write_options(Writer& w, const MeasureOptions& o) {
-  w.u64(o.time);
-  w.i64(o.min_samples);
-  w.i64(o.max_samples);
-  w.f64(o.target_ms);
-  w.i64(o.rounds);
-  w.u64(o.seed);
-  w.f64(o.launch_deadline_s);
-}
-MeasureOptions read_options(Reader& r) {
-  MeasureOptions o;
-  o.time = r.u64() != 0;
-  o.min_samples = static_cast<int>(r.i64());
-  o.max_samples = static_cast<int>(r.i64());
-  o.target_ms = r.f64();
-  o.rounds = static_cast<int>(r.i64());
-  o.seed = r.u64();
-  o.launch_deadline_s = r.f64();
-  return o;
-}
+void write_options(Writer& w, const MeasureOptions& o) { Encode{w}(o); }
+MeasureOptions read_options(Reader& r) { return decoded<MeasureOptions>(r); }
 
-void write_artifact(Writer& w, const KernelArtifact& a) {
-  w.str(a.backend);
-  w.u64(static_cast<uint64_t>(a.image_kind));
-  w.str(a.image);
-  w.str(a.entry);
-  w.i64(a.target_sm);
-  for (int i = 0; i < 3; ++i) w.i64(a.block[i]);
-  for (int i = 0; i < 3; ++i) w.str(a.grid[i].to_string());
-  w.i64(a.shared_bytes);
-  w.u64(a.params.size());
-  for (const auto& p : a.params) {
-    w.u64(static_cast<uint64_t>(p.kind));
-    w.u64(static_cast<uint64_t>(p.type));
-    w.i64(p.index);
-    w.str(p.expr.to_string());
-  }
-  w.i64(a.pointer_alignment);
-  w.i64(a.row_length);
-  w.i64(a.row_multiple);
-  w.i64(a.registers);
-  w.i64(a.static_shared_bytes);
-}
-KernelArtifact read_artifact(Reader& r) {
-  KernelArtifact a;
-  a.backend = r.str();
-  a.image_kind = static_cast<ImageKind>(r.u64());
-  a.image = r.str();
-  a.entry = r.str();
-  a.target_sm = static_cast<int>(r.i64());
-  for (int i = 0; i < 3; ++i) a.block[i] = static_cast<int>(r.i64());
-  for (int i = 0; i < 3; ++i) a.grid[i] = read_expr(r);
-  a.shared_bytes = static_cast<int>(r.i64());
-  a.params.resize(r.u64());
-  for (auto& p : a.params) {
-    p.kind = static_cast<KernelParam::Kind>(r.u64());
-    p.type = static_cast<KernelParam::Type>(r.u64());
-    p.index = static_cast<int>(r.i64());
-    p.expr = read_expr(r);
-  }
-  a.pointer_alignment = static_cast<int>(r.i64());
-  a.row_length = r.i64();
-  a.row_multiple = static_cast<int>(r.i64());
-  a.registers = static_cast<int>(r.i64());
-  a.static_shared_bytes = static_cast<int>(r.i64());
-  return a;
-}
+void write_artifact(Writer& w, const KernelArtifact& a) { Encode{w}(a); }
+KernelArtifact read_artifact(Reader& r) { return decoded<KernelArtifact>(r); }
 
-void write_results(Writer& w, const std::vector<MeasureResult>& results) {
-  w.u64(results.size());
-  for (const auto& m : results) {
-    w.u64(static_cast<uint64_t>(m.status));
-    w.u64(m.samples_us.size());
-    for (double s : m.samples_us) w.f64(s);
-    w.f64(m.verify_error);
-    w.str(m.error);
-  }
-}
+void write_results(Writer& w, const std::vector<MeasureResult>& results) { Encode{w}(results); }
 std::vector<MeasureResult> read_results(Reader& r) {
-  std::vector<MeasureResult> out(r.u64());
-  for (auto& m : out) {
-    m.status = static_cast<RecordStatus>(r.u64());
-    m.samples_us.resize(r.u64());
-    for (double& s : m.samples_us) s = r.f64();
-    m.verify_error = r.f64();
-    m.error = r.str();
-    m.summarize();
-  }
+  std::vector<MeasureResult> out = decoded<std::vector<MeasureResult>>(r);
+  for (auto& m : out) m.summarize();
   return out;
 }
 

@@ -142,64 +142,160 @@ std::string problem_bucket(TemplateKind kind, const Problem& problem) {
   return shape_bucket_name(problem.elements(), rows ? problem.domain.front() : -1);
 }
 
-// Per backend: the seeded search proposes batches; each batch is built in
-// parallel, verified at the odd shape, then measured problem by problem, and
-// every outcome is committed in one transaction.
-TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const ArchLimits& arch,
-                 const TunerOptions& options) {
-  TuneSummary summary;
-  const Workload& wl = *task.workload;
-  const DeviceInfo& dev = measurer.device();
-  const size_t elem_bytes = dtype_bytes(wl.dtype());
+namespace {
 
-  auto base_record = [&](const Candidate& c, const std::string& shape, const std::string& bucket) {
-    TuningRecord r;
-    r.id = new_record_id();
-    r.pipeline_hash = task.pipeline_hash;
-    r.pipeline_text = task.pipeline_text;
-    r.pattern = task.pattern;
-    r.dtype = dtype_name(wl.dtype());
-    r.shape = shape;
-    r.shape_bucket = bucket;
-    r.arch = arch.arch.name();
-    r.gpu_name = dev.gpu_name;
-    r.sm_count = dev.sm_count;
-    r.driver_version = dev.driver_version;
-    r.cuda_version = options.provenance.cuda_version;
-    r.halide_version = options.provenance.halide_version;
-    r.fusekit_version = options.provenance.fusekit_version;
-    r.host = options.provenance.host;
-    r.backend = backend_name(c.backend);
-    r.params = c.config.to_string();
-    r.timestamp = utc_timestamp();
-    return r;
-  };
+// Each specialized schedule's build, by its config text, shared by the
+// problems of one row length.
+class SpecializedBuilds {
+ public:
+  explicit SpecializedBuilds(Builder& builder) : builder_(builder) {}
+  // Builds those of `cs` not built yet, each once, in one batch.
+  void add(const std::vector<Candidate>& cs) {
+    std::vector<Candidate> fresh;
+    for (const Candidate& c : cs)
+      if (!builds_.count(c.config.to_string()) &&
+          std::none_of(fresh.begin(), fresh.end(), [&](const Candidate& f) { return f.config == c.config; }))
+        fresh.push_back(c);
+    std::vector<BuildResult> built = builder_.build(fresh);
+    for (size_t i = 0; i < fresh.size(); ++i) builds_.emplace(fresh[i].config.to_string(), std::move(built[i]));
+  }
+  const BuildResult& at(const Candidate& c) const { return builds_.at(c.config.to_string()); }
+  BuildResult take(const Candidate& c) { return std::move(builds_.at(c.config.to_string())); }
 
-  std::vector<Problem> problems;
-  for (const auto& d : task.domains) problems.push_back(wl.problem(d));
-  const Problem verify_problem = wl.problem(task.verify_domain);
+ private:
+  Builder& builder_;
+  std::map<std::string, BuildResult> builds_;
+};
+
+// One batch on its way through verification and timing: the records it
+// will commit and what the strategy will learn of each candidate.
+struct BatchRun {
+  const std::vector<Candidate>& candidates;
+  const std::vector<BuildResult>& built;
+  std::vector<TuningRecord> records;
+  std::vector<MeasureResult> results;  // pruned until a timed size runs it
+};
+
+bool faster(const TimedSchedule& a, const TimedSchedule& b) { return a.us < b.us; }
+
+// One tune() call: per backend, the seeded search proposes batches; each
+// batch is built in parallel, verified at the odd shape, then measured
+// problem by problem, and every outcome is committed in one transaction.
+// Then the template's expansions of the fastest (hint twins, row-length
+// specializations) are timed the same way.
+class TuneRun {
+ public:
+  TuneRun(const TuneTask& task, Measurer& measurer, TuneDb& db, const ArchLimits& arch, const TunerOptions& options)
+      : task_(task),
+        wl_(*task.workload),
+        measurer_(measurer),
+        dev_(measurer.device()),
+        db_(db),
+        arch_(arch),
+        options_(options),
+        elem_bytes_(dtype_bytes(wl_.dtype())),
+        verify_problem_(wl_.problem(task.verify_domain)) {
+    for (const auto& d : task.domains) problems_.push_back(wl_.problem(d));
+  }
+
+  TuneSummary run() {
+    for (Backend backend : options_.backends) tune_backend(backend);
+    return summary_;
+  }
+
+ private:
+  using Timed = std::vector<std::vector<TimedSchedule>>;  // per timed problem
+
+  void progress(const std::string& what) const {
+    if (options_.progress) options_.progress(task_.pattern + " " + dtype_name(wl_.dtype()) + " " + what);
+  }
+
+  void tune_backend(Backend backend) {
+    if (task_.kind == TemplateKind::kGeneral && backend == Backend::kNvrtc) {
+      progress(std::string("nvrtc: skipped: ") + GeneralLayoutTemplate::nvrtc_refusal());
+      return;
+    }
+    ParamSpace space =
+        template_space(task_.kind, arch_, backend, static_cast<int>(elem_bytes_), task_.cached_inputs, task_.traits);
+    std::vector<Candidate> all;
+    for (auto& c : space.enumerate()) all.push_back({backend, c});
+    if (all.empty()) {
+      progress(std::string(backend_name(backend)) + ": no schedule template for this kind of op; skipped");
+      return;
+    }
+    Timed timed = search(backend, space, all);
+    if (task_.kind == TemplateKind::kPointwise && backend == Backend::kNvrtc && dev_.measured &&
+        options_.hint_twins > 0)
+      time_hint_twins(backend, space, timed);
+    if (task_.kind == TemplateKind::kRowReduction && dev_.measured && options_.specialize > 0)
+      time_row_specializations(backend, space, timed);
+  }
+
+  // The search over `all` until its stop condition; per timed problem, the
+  // verified generic schedules and their times.
+  Timed search(Backend backend, const ParamSpace& space, const std::vector<Candidate>& all) {
+    const size_t budget = std::min(options_.budget, all.size());
+    std::unique_ptr<SearchStrategy> strategy = make_strategy(backend, space, all, budget);
+    std::unique_ptr<StopCondition> stop = options_.guide ? make_plateau_stop(budget, 1, 0.01) : make_count_stop(budget);
+    const size_t batch_size = options_.guide ? options_.guided_batch : options_.batch;
+    Timed timed(problems_.size());
+    size_t done = 0;
+    while (!stop->is_fulfilled()) {
+      std::vector<Candidate> batch = strategy->next_batch(batch_size);
+      if (batch.empty()) break;
+      const std::vector<MeasureResult> results =
+          run_batch(backend, batch, task_.builder->build(batch), verify_problem_, &timed);
+      strategy->notify(batch, results);
+      stop->update(results);
+      done += batch.size();
+      progress(std::string(backend_name(backend)) + ": " + std::to_string(done) + "/" + std::to_string(budget) +
+               " candidates");
+    }
+    return timed;
+  }
+
+  // Guided: the cost model's favourites. Else every schedule when the budget
+  // takes them all; else the seeds, then on a GPU half of the budget left
+  // to the analytic model's favourites (each timed shape's best, then each
+  // one's second, ...) and the rest to a random sample, which keeps the
+  // search from only ever confirming the model. Without a GPU the model is
+  // the measurement: its favourites would only confirm themselves, far from
+  // any schedule it was checked against, so seeds and samples it is.
+  std::unique_ptr<SearchStrategy> make_strategy(Backend backend, const ParamSpace& space,
+                                                const std::vector<Candidate>& all, size_t budget) const {
+    const uint64_t seed = options_.seed ^ static_cast<uint64_t>(backend);
+    if (options_.guide)
+      return make_guided_strategy(all, *options_.guide, problems_, elem_bytes_, options_.guided_explore, seed);
+    if (all.size() <= options_.budget) return make_exhaustive_strategy(all);
+    const std::vector<Candidate> seeds = seeds_for(backend, space);
+    const size_t seeds_taken = std::min(seeds.size(), budget);
+    const std::vector<Candidate> ranked =
+        dev_.measured ? model_ranking(all, problems_, elem_bytes_, arch_) : std::vector<Candidate>{};
+    return make_seeded_random_strategy(all, seeds, options_.budget, seed, ranked, (budget - seeds_taken) / 2);
+  }
+
+  // The template's seeds spelled as the space enumerates them (parameters
+  // with an absent value included), or the strategy would not find them in
+  // the space; for NVRTC row reductions the timed rows' own first, for when
+  // the budget cannot take every seed.
+  std::vector<Candidate> seeds_for(Backend backend, const ParamSpace& space) const {
+    std::vector<Candidate> seeds;
+    for (auto& c : template_seeds(task_.kind, backend, static_cast<int>(elem_bytes_)))
+      if (space.legal(c)) seeds.push_back({backend, space.complete(c)});
+    if (task_.kind != TemplateKind::kRowReduction || backend != Backend::kNvrtc) return seeds;
+    std::vector<int64_t> lengths;
+    for (const Problem& p : problems_) lengths.push_back(p.domain.front());
+    return order_row_seeds(seeds, lengths);
+  }
 
   // Verifies a built batch on `verify` (GPU only), times every candidate
   // on each problem it can run and commits every outcome. Adds each
   // verified time to `timed` (per problem) when given.
-  auto run_batch = [&](Backend backend, const std::vector<Candidate>& batch, const std::vector<BuildResult>& built,
-                       const Problem& verify, std::vector<std::vector<TimedSchedule>>* timed) {
-    std::vector<TuningRecord> records;
-    // A candidate no timed size can run reaches notify() as pruned.
-    std::vector<MeasureResult> batch_results(batch.size());
-    for (MeasureResult& m : batch_results) m.status = RecordStatus::kPruned;
-    // Candidates still in the running, as measurer inputs.
-    std::vector<size_t> alive;
-    auto fail_record = [&](size_t i, const std::string& shape, const std::string& bucket, const MeasureResult& m) {
-      TuningRecord r = base_record(batch[i], shape, bucket);
-      if (built[i].ok) r.kernel_hash = kernel_hash(built[i].artifact);
-      r.status = m.status;
-      r.error = m.error;
-      r.verify_error = m.verify_error;
-      records.push_back(r);
-      batch_results[i] = m;
-      ++summary.failed;
-    };
+  std::vector<MeasureResult> run_batch(Backend backend, const std::vector<Candidate>& batch,
+                                       const std::vector<BuildResult>& built, const Problem& verify, Timed* timed) {
+    BatchRun b{batch, built, {}, std::vector<MeasureResult>(batch.size())};
+    for (MeasureResult& m : b.results) m.status = RecordStatus::kPruned;
+    std::vector<size_t> alive;  // candidates still in the running
     for (size_t i = 0; i < batch.size(); ++i) {
       if (built[i].ok) {
         alive.push_back(i);
@@ -208,247 +304,248 @@ TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const Arc
       MeasureResult m;
       m.status = RecordStatus::kCompileError;
       m.error = built[i].error;
-      fail_record(i, "any", "any", m);
+      record_failure(b, i, "any", "any", m);
     }
-    auto inputs_of = [&](const std::vector<size_t>& idx) {
-      std::vector<MeasureInput> in;
-      for (size_t i : idx) in.push_back({&batch[i], &built[i].artifact});
-      return in;
-    };
-    // Every candidate must also be right on an odd shape (GPU only).
-    if (dev.measured && !alive.empty()) {
-      MeasureOptions vo = options.measure;
-      vo.time = false;
-      // Grouped by the odd shape each can run: a Halide vector schedule
-      // takes rows of a multiple of its vector only.
-      std::map<std::vector<int64_t>, std::vector<size_t>> groups;
-      for (size_t i : alive)
-        groups[template_verify_domain(task.kind, batch[i].config, backend, verify.domain)].push_back(i);
-      std::vector<size_t> passed;
-      for (const auto& [domain, idx] : groups) {
-        const Problem shape = domain == verify.domain ? verify : wl.problem(domain);
-        std::vector<MeasureResult> v = measurer.measure(wl, shape, inputs_of(idx), vo);
-        for (size_t k = 0; k < idx.size(); ++k) {
-          if (v[k].status == RecordStatus::kOk) passed.push_back(idx[k]);
-          else fail_record(idx[k], shape.shape_text, problem_bucket(task.kind, shape), v[k]);
-        }
-      }
-      std::sort(passed.begin(), passed.end());
-      alive = passed;
-    }
+    if (dev_.measured && !alive.empty()) alive = verify_on_odd_shapes(backend, b, alive, verify);
     // Problem-major, so each problem's data and reference are prepared once.
-    for (size_t pi = 0; pi < problems.size(); ++pi) {
-      const Problem& p = problems[pi];
-      std::vector<size_t> run;
-      for (size_t i : alive) {
-        if (template_size_violation(task.kind, batch[i].config, backend, p.elements(), p.domain.front()).empty())
-          run.push_back(i);
-        else ++summary.pruned;
-      }
-      if (run.empty()) continue;
-      std::vector<MeasureResult> ms = measurer.measure(wl, p, inputs_of(run), options.measure);
-      for (size_t k = 0; k < run.size(); ++k) {
-        const MeasureResult& m = ms[k];
-        TuningRecord r = base_record(batch[run[k]], p.shape_text, problem_bucket(task.kind, p));
-        r.kernel_hash = kernel_hash(built[run[k]].artifact);
-        r.status = m.status;
-        r.error = m.error;
-        r.verify_error = m.verify_error;
-        r.median_us = m.median_us;
-        r.p20_us = m.p20_us;
-        r.p80_us = m.p80_us;
-        r.samples = static_cast<int>(m.samples_us.size());
-        if (m.median_us > 0) r.bandwidth_gbps = p.bytes_moved(elem_bytes) / (m.median_us * 1e-6) / 1e9;
-        if (m.status == RecordStatus::kOk) ++summary.measured;
-        else if (m.status == RecordStatus::kModeled) ++summary.modeled;
-        else ++summary.failed;
-        if (timed && m.status == RecordStatus::kOk)
-          (*timed)[pi].push_back({m.median_us, batch[run[k]].config, resident_warps(arch, built[run[k]].artifact)});
-        records.push_back(r);
-        batch_results[run[k]] = m;
-        batch_results[run[k]].problem = static_cast<int>(pi);
-      }
-    }
-    summary.records += db.commit(records);
-    return batch_results;
-  };
+    for (size_t pi = 0; pi < problems_.size(); ++pi) time_on_problem(backend, b, alive, pi, timed);
+    summary_.records += db_.commit(b.records);
+    return b.results;
+  }
 
-  for (Backend backend : options.backends) {
-    if (task.kind == TemplateKind::kGeneral && backend == Backend::kNvrtc) {
-      if (options.progress)
-        options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " nvrtc: skipped: " +
-                         GeneralLayoutTemplate::nvrtc_refusal());
-      continue;
-    }
-    ParamSpace space =
-        template_space(task.kind, arch, backend, static_cast<int>(elem_bytes), task.cached_inputs, task.traits);
-    std::vector<Candidate> all;
-    for (auto& c : space.enumerate()) all.push_back({backend, c});
-    if (all.empty()) {
-      if (options.progress)
-        options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " " + backend_name(backend) +
-                         ": no schedule template for this kind of op; skipped");
-      continue;
-    }
-    const size_t budget = std::min(options.budget, all.size());
-    std::vector<Candidate> seeds;
-    // Seeds spelled as the space enumerates them (parameters with an absent
-    // value included), or the strategy would not find them in the space.
-    for (auto& c : template_seeds(task.kind, backend, static_cast<int>(elem_bytes)))
-      if (space.legal(c)) seeds.push_back({backend, space.complete(c)});
-    // When the budget cannot take every seed, the timed rows' own first.
-    if (task.kind == TemplateKind::kRowReduction && backend == Backend::kNvrtc) {
-      std::vector<int64_t> lengths;
-      for (const Problem& p : problems) lengths.push_back(p.domain.front());
-      seeds = order_row_seeds(seeds, lengths);
-    }
-    // On a GPU, after the seeds, half of the budget left goes to the
-    // analytic model's favourites (each timed shape's best, then each one's
-    // second, ...), the rest to a random sample, which keeps the search from
-    // only ever confirming the model. Without a GPU the model is the
-    // measurement: its favourites would only confirm themselves, far from
-    // any schedule it was checked against, so seeds and samples it is.
-    const size_t seeds_taken = std::min(seeds.size(), budget);
-    const std::vector<Candidate> ranked = all.size() <= options.budget || !dev.measured
-                                              ? std::vector<Candidate>{}
-                                              : model_ranking(all, problems, elem_bytes, arch);
-    auto strategy = all.size() <= options.budget
-                        ? make_exhaustive_strategy(all)
-                        : make_seeded_random_strategy(all, seeds, options.budget,
-                                                      options.seed ^ static_cast<uint64_t>(backend), ranked,
-                                                      (budget - seeds_taken) / 2);
-    auto stop = make_count_stop(budget);
-    if (options.guide) {
-      strategy = make_guided_strategy(all, *options.guide, problems, elem_bytes, options.guided_explore,
-                                      options.seed ^ static_cast<uint64_t>(backend));
-      stop = make_plateau_stop(budget, 1, 0.01);
-    }
-    const size_t batch_size = options.guide ? options.guided_batch : options.batch;
-    // Per timed problem, the verified generic schedules and their times.
-    std::vector<std::vector<TimedSchedule>> timed(problems.size());
-    size_t done = 0;
-    while (!stop->is_fulfilled()) {
-      std::vector<Candidate> batch = strategy->next_batch(batch_size);
-      if (batch.empty()) break;
-      std::vector<MeasureResult> batch_results =
-          run_batch(backend, batch, task.builder->build(batch), verify_problem, &timed);
-      strategy->notify(batch, batch_results);
-      stop->update(batch_results);
-      done += batch.size();
-      if (options.progress) {
-        std::ostringstream line;
-        line << task.pattern << " " << dtype_name(wl.dtype()) << " " << backend_name(backend) << ": " << done << "/"
-             << budget << " candidates";
-        options.progress(line.str());
+  // Every candidate must also be right on an odd shape (GPU only), grouped
+  // by the odd shape each can run: a Halide vector schedule takes rows of a
+  // multiple of its vector only. Returns those that passed, in order.
+  std::vector<size_t> verify_on_odd_shapes(Backend backend, BatchRun& b, const std::vector<size_t>& alive,
+                                           const Problem& verify) {
+    MeasureOptions vo = options_.measure;
+    vo.time = false;
+    std::map<std::vector<int64_t>, std::vector<size_t>> groups;
+    for (size_t i : alive)
+      groups[template_verify_domain(task_.kind, b.candidates[i].config, backend, verify.domain)].push_back(i);
+    std::vector<size_t> passed;
+    for (const auto& [domain, idx] : groups) {
+      const Problem shape = domain == verify.domain ? verify : wl_.problem(domain);
+      std::vector<MeasureResult> v = measurer_.measure(wl_, shape, inputs_of(b, idx), vo);
+      for (size_t k = 0; k < idx.size(); ++k) {
+        if (v[k].status == RecordStatus::kOk) passed.push_back(idx[k]);
+        else record_failure(b, idx[k], shape.shape_text, problem_bucket(task_.kind, shape), v[k]);
       }
     }
-    // Load-hint twins (pointwise, NVRTC, GPU only): the search samples hint
-    // as one more parameter, but what it does depends on the rest of the
-    // schedule, so each problem's fastest schedules without it are timed
-    // with it too (docs/architecture.md, "Decisions and findings").
-    if (task.kind == TemplateKind::kPointwise && backend == Backend::kNvrtc && dev.measured && options.hint_twins > 0) {
-      std::vector<Candidate> hinted;
-      for (std::vector<TimedSchedule>& t : timed) {
-        std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
-        size_t taken = 0;
-        for (size_t k = 0; k < t.size() && taken < options.hint_twins; ++k) {
-          if (t[k].config.get_or("hint", 0) != 0) continue;
-          ++taken;
-          const std::optional<Config> twin = hint2_twin(t[k].config, space);
-          auto same = [&](const auto& o) { return o.config == *twin; };
-          if (twin && std::none_of(t.begin(), t.end(), same) && std::none_of(hinted.begin(), hinted.end(), same))
-            hinted.push_back({backend, *twin});
-        }
-      }
-      if (!hinted.empty()) {
-        run_batch(backend, hinted, task.builder->build(hinted), verify_problem, nullptr);
-        if (options.progress)
-          options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " nvrtc: " + std::to_string(hinted.size()) +
-                           " of the fastest schedules also with hint=2");
+    std::sort(passed.begin(), passed.end());
+    return passed;
+  }
+
+  // Times the candidates of `alive` that problem `pi`'s size allows and
+  // records each outcome.
+  void time_on_problem(Backend backend, BatchRun& b, const std::vector<size_t>& alive, size_t pi, Timed* timed) {
+    const Problem& p = problems_[pi];
+    std::vector<size_t> run;
+    for (size_t i : alive) {
+      if (template_size_violation(task_.kind, b.candidates[i].config, backend, p.elements(), p.domain.front()).empty())
+        run.push_back(i);
+      else ++summary_.pruned;
+    }
+    if (run.empty()) return;
+    std::vector<MeasureResult> ms = measurer_.measure(wl_, p, inputs_of(b, run), options_.measure);
+    for (size_t k = 0; k < run.size(); ++k) {
+      const size_t i = run[k];
+      const MeasureResult& m = ms[k];
+      b.records.push_back(measured_record(b.candidates[i], b.built[i].artifact, p, m));
+      if (m.status == RecordStatus::kOk) ++summary_.measured;
+      else if (m.status == RecordStatus::kModeled) ++summary_.modeled;
+      else ++summary_.failed;
+      if (timed && m.status == RecordStatus::kOk)
+        (*timed)[pi].push_back({m.median_us, b.candidates[i].config, resident_warps(arch_, b.built[i].artifact)});
+      b.results[i] = m;
+      b.results[i].problem = static_cast<int>(pi);
+    }
+  }
+
+  static std::vector<MeasureInput> inputs_of(const BatchRun& b, const std::vector<size_t>& idx) {
+    std::vector<MeasureInput> in;
+    for (size_t i : idx) in.push_back({&b.candidates[i], &b.built[i].artifact});
+    return in;
+  }
+
+  void record_failure(BatchRun& b, size_t i, const std::string& shape, const std::string& bucket,
+                      const MeasureResult& m) {
+    TuningRecord r = base_record(b.candidates[i], shape, bucket);
+    if (b.built[i].ok) r.kernel_hash = kernel_hash(b.built[i].artifact);
+    r.status = m.status;
+    r.error = m.error;
+    r.verify_error = m.verify_error;
+    b.records.push_back(r);
+    b.results[i] = m;
+    ++summary_.failed;
+  }
+
+  TuningRecord measured_record(const Candidate& c, const KernelArtifact& artifact, const Problem& p,
+                               const MeasureResult& m) const {
+    TuningRecord r = base_record(c, p.shape_text, problem_bucket(task_.kind, p));
+    r.kernel_hash = kernel_hash(artifact);
+    r.status = m.status;
+    r.error = m.error;
+    r.verify_error = m.verify_error;
+    r.median_us = m.median_us;
+    r.p20_us = m.p20_us;
+    r.p80_us = m.p80_us;
+    r.samples = static_cast<int>(m.samples_us.size());
+    if (m.median_us > 0) r.bandwidth_gbps = p.bytes_moved(elem_bytes_) / (m.median_us * 1e-6) / 1e9;
+    return r;
+  }
+
+  TuningRecord base_record(const Candidate& c, const std::string& shape, const std::string& bucket) const {
+    TuningRecord r;
+    r.id = new_record_id();
+    r.pipeline_hash = task_.pipeline_hash;
+    r.pipeline_text = task_.pipeline_text;
+    r.pattern = task_.pattern;
+    r.dtype = dtype_name(wl_.dtype());
+    r.shape = shape;
+    r.shape_bucket = bucket;
+    r.arch = arch_.arch.name();
+    r.gpu_name = dev_.gpu_name;
+    r.sm_count = dev_.sm_count;
+    r.driver_version = dev_.driver_version;
+    r.cuda_version = options_.provenance.cuda_version;
+    r.halide_version = options_.provenance.halide_version;
+    r.fusekit_version = options_.provenance.fusekit_version;
+    r.host = options_.provenance.host;
+    r.backend = backend_name(c.backend);
+    r.params = c.config.to_string();
+    r.timestamp = utc_timestamp();
+    return r;
+  }
+
+  // Load-hint twins (pointwise, NVRTC, GPU only): the search samples hint
+  // as one more parameter, but what it does depends on the rest of the
+  // schedule, so each problem's fastest schedules without it are timed
+  // with it too (docs/architecture.md, "Decisions and findings").
+  void time_hint_twins(Backend backend, const ParamSpace& space, Timed& timed) {
+    std::vector<Candidate> hinted;
+    for (std::vector<TimedSchedule>& t : timed) {
+      std::stable_sort(t.begin(), t.end(), faster);
+      size_t taken = 0;
+      for (size_t k = 0; k < t.size() && taken < options_.hint_twins; ++k) {
+        if (t[k].config.get_or("hint", 0) != 0) continue;
+        ++taken;
+        const std::optional<Config> twin = hint2_twin(t[k].config, space);
+        auto same = [&](const auto& o) { return o.config == *twin; };
+        if (twin && std::none_of(t.begin(), t.end(), same) && std::none_of(hinted.begin(), hinted.end(), same))
+          hinted.push_back({backend, *twin});
       }
     }
-    // Row-length specialization: each timed row length's fastest generic
-    // schedules compiled again for that length (`len`), verified on rows of
-    // it (a row count no block shape divides) and timed beside them. Only
-    // with a GPU: the model cannot tell a specialized kernel apart.
-    if (task.kind != TemplateKind::kRowReduction || !dev.measured || options.specialize == 0)
-      continue;
-    // Each specialized schedule's build (by its config text), shared by the
-    // problems of one row length; build_new builds those not built yet.
-    std::map<std::string, BuildResult> builds;
-    auto build_new = [&](const std::vector<Candidate>& cs) {
-      std::vector<Candidate> fresh;
-      for (const Candidate& c : cs)
-        if (!builds.count(c.config.to_string()) &&
-            std::none_of(fresh.begin(), fresh.end(), [&](const Candidate& f) { return f.config == c.config; }))
-          fresh.push_back(c);
-      std::vector<BuildResult> built = task.builder->build(fresh);
-      for (size_t i = 0; i < fresh.size(); ++i) builds.emplace(fresh[i].config.to_string(), std::move(built[i]));
-    };
-    // Row length -> the schedules specialized for it.
-    std::map<int64_t, std::vector<Candidate>> twins;
-    for (size_t pi = 0; pi < problems.size(); ++pi) {
-      const int64_t cols = problems[pi].domain.front();
-      std::vector<TimedSchedule>& t = timed[pi];
-      std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
-      auto twin_of = [&](size_t k) { return Candidate{backend, RowReductionTemplate::specialize(t[k].config, cols)}; };
-      // The 4N fastest built for the length (in parallel, on the CPU), to
-      // see which hold more warps per SM so.
-      std::vector<Candidate> scan;
-      for (size_t k = 0; k < t.size() && k < 4 * options.specialize; ++k) scan.push_back(twin_of(k));
-      build_new(scan);
-      std::vector<int> warps;
-      for (const Candidate& c : scan) {
-        const BuildResult& b = builds.at(c.config.to_string());
-        warps.push_back(b.ok ? resident_warps(arch, b.artifact) : 0);
-      }
-      std::vector<Candidate> picked;
-      for (size_t k : schedules_to_specialize(t, cols, options.specialize, warps)) picked.push_back(twin_of(k));
-      build_new(picked);  // exact fits slower than the 4N fastest
-      // Each NVRTC one whose registers hold blocks off an SM, also capped
-      // for one more (capped_twin_blocks; Halide has no such bound).
-      for (size_t i = 0, n = backend == Backend::kNvrtc ? picked.size() : 0; i < n; ++i) {
-        const BuildResult& b = builds.at(picked[i].config.to_string());
-        if (!b.ok || picked[i].config.get_or("minb", 0) != 0) continue;
-        const int blocks = capped_twin_blocks(arch, picked[i].config, b.artifact, static_cast<int>(elem_bytes),
-                                              task.cached_inputs);
-        Config capped = picked[i].config;
-        capped.set("minb", blocks);
-        if (blocks > 0 && space.legal(capped))
-          picked.push_back({backend, capped});
-      }
-      // Each NVRTC one without load hints (and uncapped), also with
-      // Inductor's (hint=2), where legal: what the hints do to a held row
-      // changes with the kernel built for its length, so a twin is timed
-      // whatever its generic parent's rank (a generic hint=2 parent can rank
-      // low while its specialized twin wins).
-      for (size_t i = 0, n = backend == Backend::kNvrtc ? picked.size() : 0; i < n; ++i) {
-        if (picked[i].config.get_or("minb", 0) != 0) continue;
-        const std::optional<Config> hinted = hint2_twin(picked[i].config, space);
-        if (hinted &&
-            std::none_of(picked.begin(), picked.end(), [&](const Candidate& c) { return c.config == *hinted; }))
-          picked.push_back({backend, *hinted});
-      }
-      build_new(picked);
+    if (hinted.empty()) return;
+    run_batch(backend, hinted, task_.builder->build(hinted), verify_problem_, nullptr);
+    progress("nvrtc: " + std::to_string(hinted.size()) + " of the fastest schedules also with hint=2");
+  }
+
+  // Row-length specialization: each timed row length's fastest generic
+  // schedules compiled again for that length (`len`), verified on rows of
+  // it (a row count no block shape divides) and timed beside them. Only
+  // with a GPU: the model cannot tell a specialized kernel apart.
+  void time_row_specializations(Backend backend, const ParamSpace& space, Timed& timed) {
+    SpecializedBuilds builds(*task_.builder);
+    std::map<int64_t, std::vector<Candidate>> twins;  // row length -> the schedules specialized for it
+    for (size_t pi = 0; pi < problems_.size(); ++pi) {
+      const int64_t cols = problems_[pi].domain.front();
       std::vector<Candidate>& list = twins[cols];
-      for (const Candidate& c : picked)
+      for (const Candidate& c : specialized_for(backend, space, timed[pi], cols, builds))
         if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
           list.push_back(c);  // once, where two problems have one row length
     }
     for (const auto& [cols, list] : twins) {
       if (list.empty()) continue;
       std::vector<BuildResult> built;
-      for (const Candidate& c : list) built.push_back(std::move(builds.at(c.config.to_string())));
-      std::vector<int64_t> rows_of_it(problems.front().domain.size(), 1);
+      for (const Candidate& c : list) built.push_back(builds.take(c));
+      std::vector<int64_t> rows_of_it(problems_.front().domain.size(), 1);
       rows_of_it.front() = cols;
       rows_of_it.back() = RowReductionTemplate::kSpecializedVerifyRows;
-      run_batch(backend, list, built, wl.problem(rows_of_it), nullptr);
-      if (options.progress)
-        options.progress(task.pattern + " " + dtype_name(wl.dtype()) + " " + backend_name(backend) + ": " +
-                         std::to_string(list.size()) + " schedules specialized for rows of " + std::to_string(cols));
+      run_batch(backend, list, built, wl_.problem(rows_of_it), nullptr);
+      progress(std::string(backend_name(backend)) + ": " + std::to_string(list.size()) +
+               " schedules specialized for rows of " + std::to_string(cols));
     }
   }
-  return summary;
+
+  // One problem's schedules to time specialized for its row length `cols`
+  // (built): schedules_to_specialize's picks of `t`, then for NVRTC their
+  // register-capped and hinted twins.
+  std::vector<Candidate> specialized_for(Backend backend, const ParamSpace& space, std::vector<TimedSchedule>& t,
+                                         int64_t cols, SpecializedBuilds& builds) const {
+    std::stable_sort(t.begin(), t.end(), faster);
+    auto twin_of = [&](size_t k) { return Candidate{backend, RowReductionTemplate::specialize(t[k].config, cols)}; };
+    // The 4N fastest built for the length (in parallel, on the CPU), to
+    // see which hold more warps per SM so.
+    std::vector<Candidate> scan;
+    for (size_t k = 0; k < t.size() && k < 4 * options_.specialize; ++k) scan.push_back(twin_of(k));
+    builds.add(scan);
+    std::vector<int> warps;
+    for (const Candidate& c : scan) {
+      const BuildResult& b = builds.at(c);
+      warps.push_back(b.ok ? resident_warps(arch_, b.artifact) : 0);
+    }
+    std::vector<Candidate> picked;
+    for (size_t k : schedules_to_specialize(t, cols, options_.specialize, warps)) picked.push_back(twin_of(k));
+    builds.add(picked);  // exact fits slower than the 4N fastest
+    if (backend == Backend::kNvrtc) {
+      add_register_capped(space, builds, &picked);
+      add_hinted(space, &picked);
+    }
+    builds.add(picked);
+    return picked;
+  }
+
+  // Each NVRTC one whose registers hold blocks off an SM, also capped for
+  // one more (capped_twin_blocks; Halide has no such bound).
+  void add_register_capped(const ParamSpace& space, const SpecializedBuilds& builds,
+                           std::vector<Candidate>* picked) const {
+    for (size_t i = 0, n = picked->size(); i < n; ++i) {
+      const Candidate c = (*picked)[i];  // a copy: push_back below may move the list
+      const BuildResult& b = builds.at(c);
+      if (!b.ok || c.config.get_or("minb", 0) != 0) continue;
+      const int blocks =
+          capped_twin_blocks(arch_, c.config, b.artifact, static_cast<int>(elem_bytes_), task_.cached_inputs);
+      Config capped = c.config;
+      capped.set("minb", blocks);
+      if (blocks > 0 && space.legal(capped)) picked->push_back({c.backend, capped});
+    }
+  }
+
+  // Each NVRTC one without load hints (and uncapped), also with Inductor's
+  // (hint=2), where legal: what the hints do to a held row changes with the
+  // kernel built for its length, so a twin is timed whatever its generic
+  // parent's rank (a generic hint=2 parent can rank low while its
+  // specialized twin wins).
+  static void add_hinted(const ParamSpace& space, std::vector<Candidate>* picked) {
+    for (size_t i = 0, n = picked->size(); i < n; ++i) {
+      const Candidate c = (*picked)[i];  // a copy: push_back below may move the list
+      if (c.config.get_or("minb", 0) != 0) continue;
+      const std::optional<Config> hinted = hint2_twin(c.config, space);
+      if (hinted &&
+          std::none_of(picked->begin(), picked->end(), [&](const Candidate& o) { return o.config == *hinted; }))
+        picked->push_back({c.backend, *hinted});
+    }
+  }
+
+  const TuneTask& task_;
+  const Workload& wl_;
+  Measurer& measurer_;
+  const DeviceInfo& dev_;
+  TuneDb& db_;
+  const ArchLimits& arch_;
+  const TunerOptions& options_;
+  const size_t elem_bytes_;
+  const Problem verify_problem_;
+  std::vector<Problem> problems_;
+  TuneSummary summary_;
+};
+
+}  // namespace
+
+TuneSummary tune(const TuneTask& task, Measurer& measurer, TuneDb& db, const ArchLimits& arch,
+                 const TunerOptions& options) {
+  return TuneRun(task, measurer, db, arch, options).run();
 }
 
 }  // namespace fusekit

@@ -186,12 +186,9 @@ Target cuda_target(const ArchLimits& arch) {
   return t;
 }
 
-}  // namespace
-
-std::string halide_version() { return "14.0.0"; }
-
-KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, const Config& config,
-                                   const ArchLimits& arch, const std::string& entry_hint) {
+// The candidate's pipeline with GPU math calls lowered and the schedule
+// template of its kind applied.
+Pipeline scheduled_pipeline(const FusionCandidate& cand, DType dtype, const Config& config, const ArchLimits& arch) {
   Pipeline p = instantiate(cand, dtype, /*f64_reductions=*/false, /*storage_bits=*/true);
   lower_gpu_math_calls(p.output);
   for (auto& r : p.reductions) {
@@ -215,17 +212,15 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
   } else {
     PointwiseTemplate::apply_halide(p.output, p.vars, config);
   }
-  const Target target = cuda_target(arch);
-  Halide::Pipeline pipeline(p.output);
-  Halide::Internal::IRMutator* sink = make_sink_scalar_math_pass();
-  pipeline.add_custom_lowering_pass(sink, [sink] { delete sink; });
-  Module module = pipeline.compile_to_module(p.arguments(), entry_hint, target);
+  return p;
+}
 
+// The lowered body of `entry` searched for its one kernel launch and PTX.
+KernelFinder find_kernel(const Module& module, const std::string& entry) {
   const LoweredFunc* fn = nullptr;
   for (const auto& f : module.functions())
-    if (f.name == entry_hint) fn = &f;
-  if (!fn) throw InternalError("halide backend: lowered module has no function " + entry_hint);
-
+    if (f.name == entry) fn = &f;
+  if (!fn) throw InternalError("halide backend: lowered module has no function " + entry);
   KernelFinder finder;
   fn->body.accept(&finder);
   if (finder.sites.size() != 1)
@@ -233,16 +228,8 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
                     " GPU kernels; the templates expect exactly one");
   if (finder.init_calls != 1 || finder.ptx.empty())
     throw UserError("halide backend: no PTX module found in the lowered pipeline");
-  const KernelSite& site = finder.sites.front();
-  const Call* run = site.run;
-  if (run->args.size() != 12) throw UserError("halide backend: unexpected halide_cuda_run signature");
-
-  // Tensor names as Halide knows them -> "in<i>" / "out<k>".
-  std::map<std::string, std::string> buffers;
-  for (size_t i = 0; i < p.inputs.size(); ++i) buffers[p.inputs[i].name()] = "in" + std::to_string(i);
-  const auto outs = p.output.output_buffers();
-  for (size_t k = 0; k < outs.size(); ++k) buffers[outs[k].name()] = "out" + std::to_string(k);
-
+  if (finder.sites.front().run->args.size() != 12)
+    throw UserError("halide backend: unexpected halide_cuda_run signature");
   while (!finder.ptx.empty() && finder.ptx.back() == '\0') finder.ptx.pop_back();
   // Halide 14 links libdevice only for the math it maps itself; any other
   // call (e.g. erff) stays an unresolved extern the driver cannot load.
@@ -251,6 +238,138 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
     throw UserError("halide backend: the PTX calls an external function Halide 14 does not link (" + decl +
                     "); use the nvrtc backend for this pipeline");
   }
+  return finder;
+}
+
+// Tensor names as Halide knows them -> "in<i>" / "out<k>".
+std::map<std::string, std::string> tensor_names(const Pipeline& p) {
+  std::map<std::string, std::string> buffers;
+  for (size_t i = 0; i < p.inputs.size(); ++i) buffers[p.inputs[i].name()] = "in" + std::to_string(i);
+  const auto outs = p.output.output_buffers();
+  for (size_t k = 0; k < outs.size(); ++k) buffers[outs[k].name()] = "out" + std::to_string(k);
+  return buffers;
+}
+
+// Grid, block and shared memory of the launch, and the block size written
+// into the PTX.
+void set_launch_shape(const Call* run, ShapeTranslator& shapes, KernelArtifact* art) {
+  for (int i = 0; i < 3; ++i) {
+    art->grid[i] = shapes.translate(run->args[2 + i]);
+    LaunchExpr threads = shapes.translate(run->args[5 + i]);
+    if (threads.op() != LaunchExpr::Op::kConst) throw UserError("halide backend: thread extent is not a constant");
+    art->block[i] = static_cast<int>(threads.value());
+  }
+  // Halide 14 does not tell ptxas the block size, which then may give a
+  // thread more registers than a block of it can have (a launch fails with
+  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: add_layernorm at 1024 threads, 72
+  // registers). .maxntid caps them (64 there, no spills).
+  const std::string entry_decl = ".entry " + art->entry + "(";
+  const size_t at = art->image.find(entry_decl);
+  const size_t params_end = at == std::string::npos ? at : art->image.find("\n)\n", at);
+  if (params_end == std::string::npos)
+    throw UserError("halide backend: no parameter list for " + art->entry + " in the PTX");
+  art->image.insert(params_end + 3, ".maxntid " + std::to_string(art->block[0]) + ", " +
+                                        std::to_string(art->block[1]) + ", " + std::to_string(art->block[2]) + "\n");
+  art->source = art->image;
+  // Shared memory: a constant, possibly as an unfolded expression.
+  LaunchExpr shared = shapes.translate(run->args[8]);
+  int64_t shared_bytes = 0;
+  if (!shared.symbols().empty() ||
+      !shared.evaluate([](const std::string&, int64_t*) { return false; }, &shared_bytes).ok())
+    throw UserError("halide backend: shared memory size is not a constant: " + shared.to_string());
+  art->shared_bytes = static_cast<int>(shared_bytes);
+}
+
+// A scalar kernel argument: a float the host computes from the shape, a
+// scalar parameter of the candidate, or an integer or bool shape value.
+KernelParam scalar_param(const Expr& value, const KernelSite& site, ShapeTranslator& shapes,
+                         const FusionCandidate& cand) {
+  KernelParam prm;
+  const auto* var = value.as<Variable>();
+  // A float the host computed from the shape (e.g. a row length for a
+  // mean): the integer expression, converted at launch.
+  Expr shape_float;
+  if (value.type() == Float(32)) {
+    Expr v = value;
+    if (const auto* lv = v.as<Variable>(); lv && site.scope.count(lv->name)) v = site.scope.at(lv->name);
+    if (const auto* cast = v.as<Cast>(); cast && cast->value.type().is_int()) shape_float = cast->value;
+  }
+  if (shape_float.defined()) {
+    prm.kind = KernelParam::Kind::kShape;
+    prm.type = KernelParam::Type::kF32;
+    prm.expr = shapes.translate(shape_float);
+  } else if (value.type() == Float(32)) {
+    prm.kind = KernelParam::Kind::kScalarParam;
+    prm.type = KernelParam::Type::kF32;
+    prm.index = -1;
+    for (size_t k = 0; var && k < cand.params.size(); ++k)
+      if (halide_param_name(cand.params[k].name) == var->name) prm.index = static_cast<int>(k);
+    if (prm.index < 0) throw UserError("halide backend: float kernel argument is not a parameter");
+  } else if (value.type().is_bool() ||
+             (value.type().is_int() && (value.type().bits() == 32 || value.type().bits() == 64))) {
+    prm.kind = KernelParam::Kind::kShape;
+    prm.type = value.type().is_bool()      ? KernelParam::Type::kBool
+               : value.type().bits() == 32 ? KernelParam::Type::kI32
+                                           : KernelParam::Type::kI64;
+    prm.expr = shapes.translate(value);
+  } else {
+    std::ostringstream s;
+    s << value << " : " << value.type();
+    throw UserError("halide backend: unsupported scalar kernel argument " + s.str());
+  }
+  return prm;
+}
+
+// The kernel's parameters, in order, from halide_cuda_run's argument struct:
+// buffers become device pointers, scalars scalar_param()s.
+std::vector<KernelParam> kernel_params(const Call* run, const KernelSite& site,
+                                       const std::map<std::string, std::string>& buffers, ShapeTranslator& shapes,
+                                       const FusionCandidate& cand) {
+  const auto* arg_struct = run->args[10].as<Call>();
+  if (!arg_struct || !arg_struct->is_intrinsic(Call::make_struct))
+    throw UserError("halide backend: unexpected kernel argument list");
+  std::vector<KernelParam> params;
+  for (const Expr& a : arg_struct->args) {
+    if (is_const_zero(a)) continue;  // list terminator
+    if (const auto* c = a.as<Call>(); c && c->is_intrinsic(Call::reinterpret)) continue;
+    if (const auto* v = a.as<Variable>()) {
+      // A buffer: "<name>.buffer"; the kernel receives its device pointer.
+      if (!ends_with(v->name, ".buffer")) throw UserError("halide backend: unexpected kernel argument " + v->name);
+      auto it = buffers.find(v->name.substr(0, v->name.size() - 7));
+      if (it == buffers.end()) throw UserError("halide backend: kernel uses unknown buffer '" + v->name + "'");
+      const bool is_input = it->second.rfind("in", 0) == 0;
+      KernelParam prm;
+      prm.kind = is_input ? KernelParam::Kind::kInput : KernelParam::Kind::kOutput;
+      prm.type = KernelParam::Type::kPtr;
+      prm.index = std::stoi(it->second.substr(is_input ? 2 : 3));
+      params.push_back(prm);
+    } else if (const auto* c = a.as<Call>(); c && c->is_intrinsic(Call::make_struct) && c->args.size() == 1) {
+      params.push_back(scalar_param(c->args[0], site, shapes, cand));
+    } else {
+      std::ostringstream s;
+      s << a;
+      throw UserError("halide backend: unsupported kernel argument " + s.str());
+    }
+  }
+  return params;
+}
+
+}  // namespace
+
+std::string halide_version() { return "14.0.0"; }
+
+KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, const Config& config,
+                                   const ArchLimits& arch, const std::string& entry_hint) {
+  Pipeline p = scheduled_pipeline(cand, dtype, config, arch);
+  Halide::Pipeline pipeline(p.output);
+  Halide::Internal::IRMutator* sink = make_sink_scalar_math_pass();
+  pipeline.add_custom_lowering_pass(sink, [sink] { delete sink; });
+  const Module module = pipeline.compile_to_module(p.arguments(), entry_hint, cuda_target(arch));
+  const KernelFinder finder = find_kernel(module, entry_hint);
+  const KernelSite& site = finder.sites.front();
+  const Call* run = site.run;
+  const std::map<std::string, std::string> buffers = tensor_names(p);
+
   KernelArtifact art;
   art.backend = "halide";
   art.image_kind = ImageKind::kPtx;
@@ -267,91 +386,9 @@ KernelArtifact build_halide_kernel(const FusionCandidate& cand, DType dtype, con
     art.row_multiple = RowReductionTemplate::row_multiple(config, Backend::kHalide);
     art.row_length = RowReductionTemplate::fixed_row_length(config);
   }
-
   ShapeTranslator shapes(site.scope, buffers);
-  for (int i = 0; i < 3; ++i) {
-    art.grid[i] = shapes.translate(run->args[2 + i]);
-    LaunchExpr threads = shapes.translate(run->args[5 + i]);
-    if (threads.op() != LaunchExpr::Op::kConst) throw UserError("halide backend: thread extent is not a constant");
-    art.block[i] = static_cast<int>(threads.value());
-  }
-  // Halide 14 does not tell ptxas the block size, which then may give a
-  // thread more registers than a block of it can have (a launch fails with
-  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: add_layernorm at 1024 threads, 72
-  // registers). .maxntid caps them (64 there, no spills).
-  const std::string entry_decl = ".entry " + art.entry + "(";
-  const size_t at = art.image.find(entry_decl);
-  const size_t params_end = at == std::string::npos ? at : art.image.find("\n)\n", at);
-  if (params_end == std::string::npos)
-    throw UserError("halide backend: no parameter list for " + art.entry + " in the PTX");
-  art.image.insert(params_end + 3, ".maxntid " + std::to_string(art.block[0]) + ", " + std::to_string(art.block[1]) +
-                                       ", " + std::to_string(art.block[2]) + "\n");
-  art.source = art.image;
-  // Shared memory: a constant, possibly as an unfolded expression.
-  LaunchExpr shared = shapes.translate(run->args[8]);
-  int64_t shared_bytes = 0;
-  if (!shared.symbols().empty() ||
-      !shared.evaluate([](const std::string&, int64_t*) { return false; }, &shared_bytes).ok())
-    throw UserError("halide backend: shared memory size is not a constant: " + shared.to_string());
-  art.shared_bytes = static_cast<int>(shared_bytes);
-
-  const auto* arg_struct = run->args[10].as<Call>();
-  if (!arg_struct || !arg_struct->is_intrinsic(Call::make_struct))
-    throw UserError("halide backend: unexpected kernel argument list");
-  for (const Expr& a : arg_struct->args) {
-    if (is_const_zero(a)) continue;  // list terminator
-    if (const auto* c = a.as<Call>(); c && c->is_intrinsic(Call::reinterpret)) continue;
-    KernelParam prm;
-    if (const auto* v = a.as<Variable>()) {
-      // A buffer: "<name>.buffer"; the kernel receives its device pointer.
-      if (!ends_with(v->name, ".buffer")) throw UserError("halide backend: unexpected kernel argument " + v->name);
-      auto it = buffers.find(v->name.substr(0, v->name.size() - 7));
-      if (it == buffers.end()) throw UserError("halide backend: kernel uses unknown buffer '" + v->name + "'");
-      const bool is_input = it->second.rfind("in", 0) == 0;
-      prm.kind = is_input ? KernelParam::Kind::kInput : KernelParam::Kind::kOutput;
-      prm.type = KernelParam::Type::kPtr;
-      prm.index = std::stoi(it->second.substr(is_input ? 2 : 3));
-    } else if (const auto* c = a.as<Call>(); c && c->is_intrinsic(Call::make_struct) && c->args.size() == 1) {
-      const Expr& value = c->args[0];
-      const auto* var = value.as<Variable>();
-      // A float the host computed from the shape (e.g. a row length for a
-      // mean): the integer expression, converted at launch.
-      Expr shape_float;
-      if (value.type() == Float(32)) {
-        Expr v = value;
-        if (const auto* lv = v.as<Variable>(); lv && site.scope.count(lv->name)) v = site.scope.at(lv->name);
-        if (const auto* cast = v.as<Cast>(); cast && cast->value.type().is_int()) shape_float = cast->value;
-      }
-      if (shape_float.defined()) {
-        prm.kind = KernelParam::Kind::kShape;
-        prm.type = KernelParam::Type::kF32;
-        prm.expr = shapes.translate(shape_float);
-      } else if (value.type() == Float(32)) {
-        prm.kind = KernelParam::Kind::kScalarParam;
-        prm.type = KernelParam::Type::kF32;
-        prm.index = -1;
-        for (size_t k = 0; var && k < cand.params.size(); ++k)
-          if (halide_param_name(cand.params[k].name) == var->name) prm.index = static_cast<int>(k);
-        if (prm.index < 0) throw UserError("halide backend: float kernel argument is not a parameter");
-      } else if (value.type().is_bool() ||
-                 (value.type().is_int() && (value.type().bits() == 32 || value.type().bits() == 64))) {
-        prm.kind = KernelParam::Kind::kShape;
-        prm.type = value.type().is_bool()          ? KernelParam::Type::kBool
-                   : value.type().bits() == 32 ? KernelParam::Type::kI32
-                                               : KernelParam::Type::kI64;
-        prm.expr = shapes.translate(value);
-      } else {
-        std::ostringstream s;
-        s << value << " : " << value.type();
-        throw UserError("halide backend: unsupported scalar kernel argument " + s.str());
-      }
-    } else {
-      std::ostringstream s;
-      s << a;
-      throw UserError("halide backend: unsupported kernel argument " + s.str());
-    }
-    art.params.push_back(prm);
-  }
+  set_launch_shape(run, shapes, &art);
+  art.params = kernel_params(run, site, buffers, shapes, cand);
   return art;
 }
 

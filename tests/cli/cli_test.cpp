@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,18 +28,8 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("fusekit_cli_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& n) const { return (dir_ / n).string(); }
-  std::filesystem::path dir_;
-};
+// Each test in its own folder.
+class Cli : public fusekit::testing::TempDirTest {};
 
 TEST_F(Cli, ListsTheCatalog) {
   CliRun r = fusekit("list");

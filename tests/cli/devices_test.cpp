@@ -13,6 +13,7 @@
 #include "cli/tune_devices.h"
 #include "common/errors.h"
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -41,22 +42,13 @@ TEST(TuneDevices, ParsesDevicesAndDropsThePerChildOptions) {
             (std::vector<std::string>{"--arch", "sm_90", "--budget", "3"}));
 }
 
-class FakeGpus : public ::testing::Test {
+class FakeGpus : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("fusekit_devices_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& n) const { return (dir_ / n).string(); }
   testing::CommandResult tune(const std::string& env, const std::string& args, const std::string& db,
                               const std::string& what = "--pattern relu_add,silu_mul --sizes 4096,65536,1048576") const {
     return testing::run_command(env + " " + FUSEKIT_BINARY + " tune --arch sm_90 --dtype f32 " + what +
                                 " --budget 3 --hint-twins 0 --backend nvrtc --db " + db + " " + args);
   }
-  std::filesystem::path dir_;
 };
 
 using Row = std::tuple<std::string, std::string, std::string, std::string, std::string>;

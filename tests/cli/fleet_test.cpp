@@ -11,6 +11,7 @@
 
 #include "tests/cli/run_command.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/temp_dir.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -20,18 +21,7 @@ testing::CommandResult fusekit_cli(const std::string& args) {
   return testing::run_command(std::string(FUSEKIT_BINARY) + " " + args);
 }
 
-class Fleet : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("fusekit_fleet_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& n) const { return (dir_ / n).string(); }
-  std::filesystem::path dir_;
-};
+class Fleet : public testing::TempDirTest {};
 
 // A small part of the catalog: two ops, two dtypes, three sizes, both
 // backends (24 units).

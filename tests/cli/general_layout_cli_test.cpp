@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -29,15 +30,7 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
-class GeneralLayoutCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("fk_general_cli_" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
-};
+class GeneralLayoutCli : public fusekit::testing::TempDirTest {};
 
 TEST_F(GeneralLayoutCli, TheFourTuneForSm90InEveryDtypeThroughHalideOnly) {
   const std::pair<const char*, const char*> ops[] = {{"global_avg_pool", "3x5x7"},

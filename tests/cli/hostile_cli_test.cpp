@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -36,8 +37,7 @@ bool has(const CommandResult& r, const std::string& text) { return r.out.find(te
 class Hostile : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("fusekit_hostile_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = fusekit::testing::make_temp_dir("hostile");
     // One small tuned database and its export, shared by the tests.
     ASSERT_EQ(fusekit("tune --arch sm_80 --pattern relu_add --sizes 4096 --budget 2 --backend nvrtc --db " +
                       path("base.db")).code, 0);

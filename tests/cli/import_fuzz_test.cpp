@@ -15,6 +15,8 @@
 #include "cli/record_checks.h"
 #include "common/errors.h"
 #include "tests/cli/run_command.h"
+#include "tests/support/sample_record.h"
+#include "tests/support/temp_dir.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -22,27 +24,9 @@ namespace {
 
 using nlohmann::json;
 
+// A record that import accepts, its median drawn from `rng`.
 TuningRecord valid_record(std::mt19937_64& rng) {
-  TuningRecord r;
-  r.id = new_record_id();
-  r.pipeline_hash = "0d92cb110f4d138c";
-  r.pipeline_text = "layout flat; dtype f32; input x; out = x;";
-  r.pattern = "relu_add";
-  r.dtype = "f32";
-  r.shape = "65536";
-  r.shape_bucket = "n<=2^16";
-  r.arch = "sm_90";
-  r.gpu_name = "NVIDIA H200";
-  r.sm_count = 132;
-  r.backend = "nvrtc";
-  r.params = "ept=1 fast=0 grid=0 hint=0 occ=0 threads=128 vec=4";
-  r.status = RecordStatus::kOk;
-  r.median_us = 1.0 + static_cast<double>(rng() % 1000) / 10;
-  r.p20_us = r.median_us * 0.9;
-  r.p80_us = r.median_us * 1.1;
-  r.samples = 30;
-  r.timestamp = "2026-12-01T00:00:00Z";
-  return r;
+  return testing::sample_record("nvrtc", 1.0 + static_cast<double>(rng() % 1000) / 10);
 }
 
 // One mutation of a record's JSON text.
@@ -68,19 +52,13 @@ std::string mutate(const json& base, std::mt19937_64& rng) {
   return text;
 }
 
-class ImportFuzz : public ::testing::Test {
+class ImportFuzz : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("fusekit_import_fuzz_" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& text) const {
     const std::string p = (dir_ / "case.jsonl").string();
     std::ofstream(p) << text << "\n";
     return p;
   }
-  std::filesystem::path dir_;
 };
 
 TEST_F(ImportFuzz, MutatedRecordsAreReadOrRefusedNeverCrash) {

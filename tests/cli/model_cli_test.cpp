@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -18,20 +19,11 @@ using testing::run_command;
 
 const std::string kSample = std::string(FUSEKIT_SOURCE_DIR) + "/tests/data/h200_cost_model_sample.jsonl.gz";
 
-class ModelCli : public ::testing::Test {
+class ModelCli : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("fusekit_model_cli_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& n) const { return (dir_ / n).string(); }
   testing::CommandResult fusekit(const std::string& args) const {
     return run_command(std::string(FUSEKIT_BINARY) + " " + args);
   }
-  std::filesystem::path dir_;
 };
 
 TEST_F(ModelCli, TrainsBesideTheDatabaseAndGuidesAModeledTune) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,9 +36,7 @@ int elf_sm(const fs::path& cubin) {
 class Package : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("fusekit_package_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = fusekit::testing::make_temp_dir("package");
     db_ = (dir_ / "t.db").string();
     for (const char* arch : {"sm_80", "sm_86", "sm_90"}) {
       Result r = sh(std::string(FUSEKIT_BINARY) + " tune --arch " + arch +

@@ -7,45 +7,34 @@
 
 #include <filesystem>
 
+#include "tests/support/sample_record.h"
+#include "tests/support/temp_dir.h"
+
 namespace fusekit {
 namespace {
 
+// A record of the test's key made by `cuda` with the origin fields set.
 TuningRecord rec(const std::string& params, double us, const std::string& cuda, RecordStatus status = RecordStatus::kOk) {
-  TuningRecord r;
-  r.id = new_record_id();
-  r.pipeline_hash = "abc123";
-  r.pipeline_text = "layout flat; out = x";
-  r.pattern = "relu_add";
-  r.dtype = "f32";
-  r.shape = "4096";
-  r.shape_bucket = "n<=2^12";
-  r.arch = "sm_90";
-  r.gpu_name = status == RecordStatus::kModeled ? "model" : "NVIDIA H200";
-  r.sm_count = 132;
+  TuningRecord r = testing::sample_record("nvrtc", us, status);
+  if (status == RecordStatus::kModeled) r.gpu_name = "model";
   r.driver_version = "580.95.05";
   r.cuda_version = cuda;
   r.halide_version = "14.0.0";
   r.fusekit_version = "0.1.0";
-  r.backend = "nvrtc";
   r.params = params;
-  r.status = status;
-  r.median_us = us;
-  r.timestamp = utc_timestamp();
   return r;
 }
 
-class RecordSelection : public ::testing::Test {
+class RecordSelection : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() / ("fusekit_selection_" + std::to_string(getpid()) + ".db")).string();
-    std::filesystem::remove(path_);
-    db_ = open_tune_db(path_, OpenMode::kCreate);
+    TempDirTest::SetUp();
+    db_ = open_tune_db(path("selection.db"), OpenMode::kCreate);
   }
   void TearDown() override {
     db_.reset();
-    std::filesystem::remove(path_);
+    TempDirTest::TearDown();
   }
-  std::string path_;
   std::unique_ptr<TuneDb> db_;
   const TuneKey key_{"abc123", "f32", "n<=2^12", "sm_90"};
 };

@@ -14,6 +14,7 @@
 #include "graph/onnx_import.h"
 #include "graph/plan.h"
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fusekit::graph {
 namespace {
@@ -60,19 +61,12 @@ TEST(OnnxImport, EveryCommittedModelImportsAndPlans) {
   EXPECT_GE(models, 4u);
 }
 
-class BadInput : public ::testing::Test {
+class BadInput : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("fusekit_graph_" + std::to_string(getpid()) + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_ / name, std::ios::binary) << bytes;
     return (dir_ / name).string();
   }
-  std::filesystem::path dir_;
 };
 
 std::string error_of(const std::function<void()>& f) {

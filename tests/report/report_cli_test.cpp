@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tests/cli/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -26,15 +27,12 @@ std::string read_all(const fs::path& p) {
   return s.str();
 }
 
-class ReportCli : public ::testing::Test {
+class ReportCli : public fusekit::testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fusekit_report_cli_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    db_ = (dir_ / "slice.db").string();
+    TempDirTest::SetUp();
+    db_ = path("slice.db");
   }
-  void TearDown() override { fs::remove_all(dir_); }
   void import_slice() {
     auto r = run_command(kFusekit + " db import --db " + db_ + " " + kSlice);
     ASSERT_EQ(r.code, 0) << r.out;
@@ -47,7 +45,6 @@ class ReportCli : public ::testing::Test {
     EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
     EXPECT_FALSE(fs::exists(out)) << args;
   }
-  fs::path dir_;
   std::string db_;
 };
 

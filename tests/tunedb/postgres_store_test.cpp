@@ -9,6 +9,7 @@
 
 #include "common/errors.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/sample_record.h"
 #include "tunedb/postgres_store.h"
 #include "tunedb/tune_db.h"
 
@@ -132,15 +133,7 @@ TEST_F(PostgresStoreTest, ACommitTheServerDropsIsSpooledNotLost) {
   const std::string spool = "/tmp/fusekit_spool_" + std::to_string(getpid());
   std::filesystem::remove_all(spool);
   auto db = open_tune_db(uri_, OpenMode::kCreate, spool);
-  TuningRecord r;
-  r.id = new_record_id();
-  r.pipeline_hash = "abc123";
-  r.dtype = "f32";
-  r.shape_bucket = "n<=2^12";
-  r.arch = "sm_90";
-  r.backend = "nvrtc";
-  r.median_us = 3.0;
-  r.timestamp = utc_timestamp();
+  const TuningRecord r = testing::sample_record("nvrtc", 3.0);
   ASSERT_EQ(db->commit({r}), 1u);
   sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND "
       "pid <> pg_backend_pid()");

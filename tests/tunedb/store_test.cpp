@@ -14,6 +14,8 @@
 
 #include "common/errors.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/sample_record.h"
+#include "tests/support/temp_dir.h"
 #include "tunedb/store_sync.h"
 #include "tunedb/tune_db.h"
 
@@ -23,43 +25,11 @@ namespace {
 PgServer& pg_server() { return shared_pg_server(); }
 
 // A temporary folder per test, and records of one key.
-class TuneDbTest : public ::testing::Test {
+class TuneDbTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    for (char& c : name)
-      if (c == '/') c = '_';
-    dir_ = std::filesystem::temp_directory_path() / ("fusekit_db_test_" + std::to_string(getpid()) + "_" + name);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
   static TuningRecord record(const std::string& backend, double median, RecordStatus status = RecordStatus::kOk) {
-    TuningRecord r;
-    r.id = new_record_id();
-    r.pipeline_hash = "abc123";
-    r.pipeline_text = "layout flat; out = x";
-    r.pattern = "relu_add";
-    r.dtype = "f32";
-    r.shape = "4096";
-    r.shape_bucket = "n<=2^12";
-    r.arch = "sm_90";
-    r.gpu_name = "NVIDIA H200";
-    r.sm_count = 132;
-    r.backend = backend;
-    r.params = "ept=1 threads=256 vec=4";
-    r.status = status;
-    r.median_us = median;
-    r.p20_us = median * 0.9;
-    r.p80_us = median * 1.1;
-    r.samples = 100;
-    r.timestamp = utc_timestamp();
-    return r;
+    return testing::sample_record(backend, median, status);
   }
-
-  std::filesystem::path dir_;
 };
 
 // The same tests against every store: "sqlite" (a file in the test's
