@@ -16,6 +16,7 @@
 
 #include "common/errors.h"
 #include "generator/cublaslt/gemm_racer.h"
+#include "generator/halide/halide_backend.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
 
 namespace fusekit {
@@ -67,7 +68,10 @@ int run(int argc, char** argv) {
   if (!records_path.empty()) records.open(records_path);
   const std::vector<std::string> wanted = split(cases);
   Provenance prov;
+  // The whole toolchain, so `fusekit build` finds these records matching its own.
   prov.cuda_version = nvrtc_version();
+  prov.halide_version = halide_version();
+  prov.fusekit_version = FUSEKIT_VERSION;
   for (const Case& c : kCases) {
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end()) continue;
     for (const std::string& dt_text : split(dtypes)) {

@@ -7,6 +7,7 @@
 
 #include "cli/cmd_build_plan.h"
 #include "common/errors.h"
+#include "fusekit/cublaslt.h"
 #include "generator/candidates/gemm_candidate.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
 #include "generator/halide/halide_backend.h"
@@ -52,13 +53,34 @@ void check_out_dir(const std::string& out) {
   }
 }
 
+// The cuBLASLt GEMM records should come from: --target-cublaslt, else the
+// library here (what a package run on this machine loads), else none ("":
+// every version ranks alike, and a note says so).
+std::string target_cublas(const po::variables_map& vm) {
+  if (vm.count("target-cublaslt")) {
+    const std::string v = vm["target-cublaslt"].as<std::string>();
+    if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+      throw UserError("--target-cublaslt '" + v + "' is not a cuBLASLt version number; give what "
+                      "cublasLtGetVersion() returns, e.g. --target-cublaslt 130100");
+    return v;
+  }
+  if (!vm.count("gemm")) return "";
+  const CublasLt* lt = nullptr;
+  const Status st = load_cublaslt(&lt);
+  if (st.ok()) return std::to_string(lt->cublasLtGetVersion());
+  std::fprintf(stderr, "fusekit: note: %s: GEMM records of every cuBLASLt version rank alike; pass "
+               "--target-cublaslt VERSION to prefer one\n", st.message().c_str());
+  return "";
+}
+
 // What `build` ranks records against: this fusekit's toolchain, and the
 // GPU named by --target-gpu, else the GPU here (if any).
-RecordOrigin build_target(const std::string& target_gpu) {
+RecordOrigin build_target(const std::string& target_gpu, const std::string& cublas_version) {
   RecordOrigin t;
   t.cuda_version = nvrtc_version();
   t.halide_version = halide_version();
   t.fusekit_version = FUSEKIT_VERSION;
+  t.cublas_version = cublas_version;
   if (!target_gpu.empty()) {
     t.gpu_name = target_gpu;
     return t;
@@ -95,7 +117,10 @@ po::options_description cmd_build_options() {
        "a GEMM op NAME:EXPR over acc = A @ B (B as nn.Linear's [N, K]; NAME:kn:EXPR for [K, N]), its records "
        "imported from bench/gemm_race --records; repeatable")
       ("target-gpu", po::value<std::string>(),
-       "rank records measured on this GPU (e.g. \"NVIDIA H200\") above others (default: the GPU here)");
+       "rank records measured on this GPU (e.g. \"NVIDIA H200\") above others (default: the GPU here)")
+      ("target-cublaslt", po::value<std::string>(),
+       "rank GEMM records measured with this cuBLASLt (cublasLtGetVersion(), e.g. 130100) above others "
+       "(default: the libcublasLt here)");
   return o;
 }
 
@@ -123,7 +148,7 @@ int cmd_build(const po::variables_map& vm, const std::vector<std::string>& args)
                                    {"--cuda-include", o.cuda_include}})
     if (access(path.c_str(), R_OK) != 0)
       throw UserError(std::string("cannot read ") + path + " (" + flag + "); pass " + flag + " with the right path");
-  o.target = build_target(vm.count("target-gpu") ? vm["target-gpu"].as<std::string>() : "");
+  o.target = build_target(vm.count("target-gpu") ? vm["target-gpu"].as<std::string>() : "", target_cublas(vm));
   if (vm.count("plan")) return cmd_build_plan(vm, o);
   const std::string db_path = resolve_db_path(vm);
   auto db = open_tune_db(db_path, OpenMode::kMustExist);

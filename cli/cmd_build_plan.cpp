@@ -31,7 +31,9 @@ int cmd_build_plan(const boost::program_options::variables_map& vm, EmitOptions 
     for (const auto& rec : db->all(f)) found |= rec.pipeline_hash == hash;
     if (!found)
       throw UserError("the database " + path + " has no records of plan entry '" + c.name + "'; run `fusekit tune --plan " +
-                      plan_path + " --arch ...` first");
+                      plan_path + " --arch ...` first" +
+                      (c.general ? " (a general layout: only the Halide backend builds it, so not with --backend nvrtc)"
+                                 : ""));
   }
   EmitReport r = emit_library(*db, o);
   // The manifest carries the plan, so a package says which graph nodes each op replaces.

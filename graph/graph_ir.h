@@ -48,6 +48,9 @@ struct Tensor {
   std::vector<double> values;            // constants: the values when stored (scalars, small ones)
   bool has_values() const { return is_constant && !values.empty(); }
   bool is_scalar_constant() const;       // one value, any rank of ones
+  // Integer values known (a Reduce* node's axes, a shape): an operand that
+  // is an attribute in disguise, never a kernel input.
+  bool is_index_constant() const { return has_values() && !is_float(dtype) && dtype != ElemType::kBool; }
 };
 
 using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace fusekit::graph {
 namespace {
@@ -59,23 +60,53 @@ void require_last_axis(const LoweringContext& c, std::vector<int64_t> axes) {
   if (axis != rank - 1) throw Unsupported("reduction over a non-last axis (" + c.node.op + " axis " + std::to_string(axes[0]) + ")");
 }
 
-// ReduceMean/ReduceSum/ReduceMax: axes as an attribute (older opsets) or as
-// the second input (ReduceSum 13+, the others 18+); keepdims must be 1.
+// A Reduce* node's axes: an attribute (older opsets) or the second input
+// (ReduceSum 13+, the others 18+); empty when it names none (all axes).
+std::vector<int64_t> reduce_axes_of(const LoweringContext& c) {
+  std::vector<int64_t> axes;
+  if (auto attr = c.node.attr_ints("axes")) {
+    axes = *attr;
+  } else if (c.node.inputs.size() > 1 && !c.node.inputs[1].empty()) {
+    const Tensor* t = c.input_constant(1);
+    if (!t) throw Unsupported(c.node.op + "'s axes input is not a constant");
+    for (double v : t->values) axes.push_back(static_cast<int64_t>(v));
+  }
+  return axes;
+}
+
+// Whether `axes` are H and W of a 4-D (NCHW) input, in any order or sign.
+bool is_hw(const LoweringContext& c, const std::vector<int64_t>& axes) {
+  const Shape* s = c.input_shape(0);
+  if (!s || s->size() != 4 || axes.size() != 2) return false;
+  std::set<int64_t> norm;
+  for (int64_t a : axes) norm.insert(a < 0 ? a + 4 : a);
+  return norm == std::set<int64_t>{2, 3};
+}
+
+// ReduceMean/ReduceSum/ReduceMax along the last axis, or over H and W of
+// NCHW (a global pool, the general nchw layout); keepdims must be 1.
 LowerFn reduce(const char* fn) {
   return [fn](const LoweringContext& c, const Args& a) {
-    std::vector<int64_t> axes;
-    if (auto attr = c.node.attr_ints("axes")) {
-      axes = *attr;
-    } else if (c.node.inputs.size() > 1 && !c.node.inputs[1].empty()) {
-      const Tensor* t = c.input_constant(1);
-      if (!t) throw Unsupported(c.node.op + "'s axes input is not a constant");
-      for (double v : t->values) axes.push_back(static_cast<int64_t>(v));
-    }
+    const std::vector<int64_t> axes = reduce_axes_of(c);
     if (axes.empty()) throw Unsupported(c.node.op + " over all axes");
-    require_last_axis(c, axes);
+    const bool hw = is_hw(c, axes);
+    if (!hw) require_last_axis(c, axes);
     if (c.node.attr_int("keepdims").value_or(1) != 1)
-      throw Unsupported(c.node.op + " with keepdims=0 (the result must broadcast over the row)");
-    return V::value(std::string(fn) + "(" + val(a.at(0), c.node.op) + ", col)");
+      throw Unsupported(c.node.op + " with keepdims=0 (the result must broadcast over the " +
+                        (hw ? "image" : "row") + ")");
+    return V::value(std::string(fn) + "(" + val(a.at(0), c.node.op) + (hw ? ", hw)" : ", col)"));
+  };
+}
+
+// GlobalAveragePool/GlobalMaxPool: over H and W of an NCHW input (1-D and
+// 3-D spatial inputs have no layout).
+LowerFn global_pool(const char* fn) {
+  return [fn](const LoweringContext& c, const Args& a) {
+    const Shape* s = c.input_shape(0);
+    if (!s) throw Unsupported(c.node.op + ": input rank unknown");
+    if (s->size() != 4)
+      throw Unsupported(c.node.op + " over a " + std::to_string(s->size()) + "-D input (NCHW, 4-D, only)");
+    return V::value(std::string(fn) + "(" + val(a.at(0), c.node.op) + ", hw)");
   };
 }
 
@@ -255,6 +286,9 @@ const std::map<std::string, OpInfo>& table() {
       {"Softmax", {C::kReduction, softmax}},
       {"LogSoftmax", {C::kReduction, log_softmax}},
       {"LayerNormalization", {C::kReduction, layer_norm}},
+      // reductions over H and W of NCHW (the general nchw layout)
+      {"GlobalAveragePool", {C::kReduction, global_pool("mean")}},
+      {"GlobalMaxPool", {C::kReduction, global_pool("max")}},
       // injective
       {"Reshape", {C::kInjective, {}}}, {"Transpose", {C::kInjective, {}}}, {"Unsqueeze", {C::kInjective, {}}},
       {"Squeeze", {C::kInjective, {}}}, {"Expand", {C::kInjective, {}}},    {"Concat", {C::kInjective, {}}},
@@ -267,7 +301,7 @@ const std::map<std::string, OpInfo>& table() {
       // opaque: shape computations, pooling, data-dependent ops
       {"Shape", {C::kOpaque, {}}}, {"Size", {C::kOpaque, {}}}, {"ConstantOfShape", {C::kOpaque, {}}},
       {"Range", {C::kOpaque, {}}}, {"MaxPool", {C::kOpaque, {}}}, {"AveragePool", {C::kOpaque, {}}},
-      {"GlobalAveragePool", {C::kOpaque, {}}}, {"Constant", {C::kOpaque, {}}}, {"And", {C::kOpaque, {}}},
+      {"Constant", {C::kOpaque, {}}}, {"And", {C::kOpaque, {}}},
       {"Or", {C::kOpaque, {}}}, {"Cos", {C::kOpaque, {}}}, {"Sin", {C::kOpaque, {}}},
       {"ScatterND", {C::kOpaque, {}}}, {"TopK", {C::kOpaque, {}}}, {"ArgMax", {C::kOpaque, {}}},
       {"Opaque", {C::kOpaque, {}}},
@@ -287,6 +321,17 @@ const char* op_class_name(OpClass c) {
     case OpClass::kOpaque: return "opaque";
   }
   return "opaque";
+}
+
+bool reduces_over_hw(const Graph& graph, const Node& node) {
+  if (node.op == "GlobalAveragePool" || node.op == "GlobalMaxPool") return true;
+  if (node.op != "ReduceMean" && node.op != "ReduceSum" && node.op != "ReduceMax") return false;
+  const LoweringContext c{graph, node};
+  try {
+    return is_hw(c, reduce_axes_of(c));
+  } catch (const Unsupported&) {
+    return false;
+  }
 }
 
 const OpInfo* find_op(const std::string& op) {

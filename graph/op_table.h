@@ -3,7 +3,8 @@
 //
 //   elementwise < broadcast < injective < reduction < anchor < opaque
 //
-// Elementwise, broadcast and (last-axis) reduction ops fuse; injective ops
+// Elementwise, broadcast and reduction ops (along the last axis, or over H
+// and W of NCHW) fuse; injective ops
 // (reshape, transpose, slice, concat), anchors (GEMM, conv) and opaque ops
 // are region boundaries.
 #pragma once
@@ -57,6 +58,10 @@ struct OpInfo {
 
 // The op's entry; nullptr for an op fusekit does not know.
 const OpInfo* find_op(const std::string& op);
+
+// Whether a reduction node reduces over H and W of a 4-D NCHW input (a
+// global pool, ReduceMean over axes [2, 3]) rather than along the last axis.
+bool reduces_over_hw(const Graph& graph, const Node& node);
 
 // "1.41421354", "-3.40282347e+38": a number the language reads back exactly
 // at f32. Throws Unsupported for non-finite values.

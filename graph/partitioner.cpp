@@ -56,6 +56,7 @@ class Partitioner {
       members_[i] = {i};
       space_[i] = node_space(g.nodes[i]);
       reduces_[i] = find_op(g.nodes[i].op)->cls == OpClass::kReduction;
+      hw_[i] = reduces_[i] && reduces_over_hw(g, g.nodes[i]);
     }
   }
 
@@ -92,12 +93,20 @@ class Partitioner {
 
   size_t find(size_t i) { return parent_[i] == i ? i : parent_[i] = find(parent_[i]); }
 
-  // The union's space, or nullopt when the spaces do not fit together.
+  // Whether a group reduces along its rows (not over H and W).
+  bool row_reduces(size_t g) const { return reduces_.at(g) && !hw_.at(g); }
+
+  // The union's space, or nullopt when the spaces do not fit together. A
+  // reduction over H and W joins only groups over its input's space (its
+  // prologue, an epilogue over whole images), never a row reduction: one
+  // kernel has one layout.
   std::optional<Shape> joint_space(size_t a, size_t b) const {
     const Shape &sa = space_.at(a), &sb = space_.at(b);
+    const bool hw = hw_.at(a) || hw_.at(b);
+    const bool rows = row_reduces(a) || row_reduces(b);
+    if (hw && rows) return {};
     if (shapes_equal(sa, sb)) return sa;
-    const bool reduces = reduces_.at(a) || reduces_.at(b);
-    if (!reduces) return {};
+    if (!rows) return {};
     if (shapes_equal(sa, row_form(sb))) return sb;
     if (shapes_equal(sb, row_form(sa))) return sa;
     return {};
@@ -140,7 +149,9 @@ class Partitioner {
     std::vector<std::string> ins, outs;
     for (size_t m : group)
       for (const auto& in : g_.nodes[m].inputs)
-        if (!in.empty() && !produced.count(in) && std::find(ins.begin(), ins.end(), in) == ins.end()) ins.push_back(in);
+        if (!in.empty() && !produced.count(in) && !g_.tensor(in)->is_index_constant() &&
+            std::find(ins.begin(), ins.end(), in) == ins.end())
+          ins.push_back(in);
     for (size_t m : group)
       for (const auto& o : g_.nodes[m].outputs) {
         if (o.empty()) continue;
@@ -151,6 +162,15 @@ class Partitioner {
         if (outside) outs.push_back(o);
       }
     return {ins, outs};
+  }
+
+  // Whether every output of the group has one shape: a kernel over H and W
+  // stores either pooled values or whole images, not both.
+  bool one_output_shape(const std::set<size_t>& group) const {
+    const std::vector<std::string> outs = interface(group).second;
+    for (const auto& o : outs)
+      if (!shapes_equal(*g_.tensor(o)->shape, *g_.tensor(outs.front())->shape)) return false;
+    return true;
   }
 
   size_t arg_count(const std::set<size_t>& group) const {
@@ -169,11 +189,13 @@ class Partitioner {
     if (group.size() > limits_.max_ops) return;
     if (arg_count(group) > limits_.max_args) return;
     if (creates_cycle(group)) return;
+    if ((hw_[a] || hw_[b]) && !one_output_shape(group)) return;
     parent_[a] = b;
     members_[b] = std::move(group);
     members_.erase(a);
     space_[b] = *space;
     reduces_[b] = reduces_[a] || reduces_[b];
+    hw_[b] = hw_[a] || hw_[b];
   }
 
   Partition collect() {
@@ -186,6 +208,7 @@ class Partitioner {
       r.nodes.assign(group.begin(), group.end());
       r.space = space_[root];
       r.reduces = reduces_[root];
+      r.reduces_hw = hw_[root];
       std::tie(r.inputs, r.outputs) = interface(group);
       in_region.insert(group.begin(), group.end());
       p.regions.push_back(std::move(r));
@@ -217,6 +240,7 @@ class Partitioner {
   std::map<size_t, std::set<size_t>> members_;   // root -> group
   std::map<size_t, Shape> space_;
   std::map<size_t, bool> reduces_;
+  std::map<size_t, bool> hw_;   // the group reduces over H and W
 };
 
 }  // namespace

@@ -1,12 +1,14 @@
 // The one partitioner: groups fusible nodes (elementwise, broadcast and
-// last-axis reductions with known shapes and float or boolean values) into
-// convex regions.
+// reductions along the last axis or over H and W of NCHW, with known shapes
+// and float or boolean values) into convex regions.
 //
 // Two groups merge along a producer -> consumer edge when
 //   - their iteration spaces are equal (symbolically), or one is the other's
 //     row form (last dim 1) and the union holds a reduction: a reduction's
 //     prologue, its per-row values (variance + eps, sqrt) and its epilogue
-//     over the same space join it, as softmax and the norms need;
+//     over the same space join it, as softmax and the norms need; a
+//     reduction over H and W (a global pool) takes what shares its input's
+//     space, never a row reduction, and keeps one shape for all outputs;
 //   - the union stays convex: no path leaves it through an unfused node and
 //     comes back;
 //   - the union stays within the limits on ops and on inputs plus outputs.
@@ -30,6 +32,7 @@ struct Region {
   std::vector<size_t> nodes;          // node indices, topological order
   Shape space;                        // the iteration space
   bool reduces = false;
+  bool reduces_hw = false;            // its reduction is over H and W of NCHW (a global pool)
   std::vector<std::string> inputs;    // tensors read from outside (scalar constants included)
   std::vector<std::string> outputs;   // tensors used outside, or graph outputs
 };

@@ -86,13 +86,16 @@ class Lowerer {
     out.layout = layout();
     std::string program;
     std::vector<std::pair<std::string, std::string>> outs;
+    size_t pooled_outputs = 0;  // outputs of shape [N, C, 1, 1] (a reduction over H and W)
     for (size_t k = 0; k < r_.outputs.size(); ++k) {
       const std::string& t = r_.outputs[k];
       LoweredValue v = value(t);
       const Shape& shape = *g_.tensor(t)->shape;
-      if (!shapes_equal(shape, r_.space))
+      const bool pooled = r_.reduces_hw && shapes_equal(shape, pooled_space());
+      if (!shapes_equal(shape, r_.space) && !pooled)
         throw Unsupported("output " + t + " has shape " + shape_string(shape) + ", not the region's " +
                           shape_string(r_.space) + " (outputs span the iteration space)");
+      pooled_outputs += pooled;
       if (v.is_condition) throw Unsupported("output " + t + " is boolean (kernels store float)");
       const std::string name = r_.outputs.size() == 1 ? "out" : "out" + std::to_string(k);
       program += (program.empty() ? "" : "\n") + name + " = " + v.text;
@@ -101,11 +104,13 @@ class Lowerer {
     }
     out.expr = name_inputs(program, &out.inputs);
     out.outputs = outs;
+    FusionCandidate parsed;
     try {
-      parse_expression(out.expr);
+      parsed = parse_expression(out.expr);
     } catch (const UserError& e) {
       throw Unsupported(std::string("the expression does not parse: ") + e.what());
     }
+    if (r_.reduces_hw) check_pooled_axes(parsed, pooled_outputs > 0);
     out.supported = true;
     return out;
   }
@@ -182,7 +187,31 @@ class Lowerer {
     return v;
   }
 
+  // The space with H and W pooled: [N, C, 1, 1].
+  Shape pooled_space() const {
+    Shape s = r_.space;
+    s.at(2) = Dim::of(1);
+    s.at(3) = Dim::of(1);
+    return s;
+  }
+
+  // The general nchw candidate stores pooled outputs by (c, n) and whole
+  // ones by every axis; anything else would not be the graph's tensor.
+  static void check_pooled_axes(const FusionCandidate& c, bool pooled) {
+    const std::vector<int> want = pooled ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 2};
+    if (c.layout != Layout::kNchw || !c.general || c.output_axes != want)
+      throw Unsupported(std::string("a reduction over H and W whose outputs are not ") +
+                        (pooled ? "[N, C, 1, 1]" : "whole images") + " in the general nchw layout");
+  }
+
   std::string layout() const {
+    if (r_.reduces_hw) {
+      if (!nd_axes_.empty()) throw Unsupported("a reduction over H and W with a general-broadcast input (x[d..])");
+      for (const auto& [t, f] : form_)
+        if (f == Form::kCol || f == Form::kRow)
+          throw Unsupported("a reduction over H and W with input " + t + " per row or column (not per channel, image or H*W)");
+      return "nchw";
+    }
     if (!nd_axes_.empty()) return r_.reduces ? "ndrows" : "nd";
     bool rowcol = false, nchw = false;
     for (const auto& [t, f] : form_) {
@@ -204,6 +233,7 @@ class Lowerer {
     auto p = producer_.find(t);
     if (p == producer_.end()) {
       const Tensor* x = g_.tensor(t);
+      if (!form_.count(t) && x->is_index_constant()) return {};  // axes: the op reads them itself
       if (form_.at(t) == Form::kScalar) v = LoweredValue::value(number_text(x->values[0]));
       else if (x->dtype == ElemType::kBool) throw Unsupported("boolean input " + t + " (kernels read float tensors)");
       else if (form_.at(t) == Form::kNd) v = LoweredValue::value(std::string(1, kOpen) + t + kClose + nd_axes_.at(t));

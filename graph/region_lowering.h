@@ -4,6 +4,8 @@
 //
 // The iteration space maps onto a layout: a region with a reduction is
 // `rows` (rows = product of the leading dims, cols = the last dim), one
+// reducing over H and W of NCHW (a global pool) is the general `nchw`
+// layout (`mean(x, hw)`, outputs [N, C, 1, 1] stored as [n, c]), one
 // whose inputs broadcast per column or per row is `rowcol`, one with
 // per-channel inputs of a 4-D space is `nchw`, the rest `flat`. Each input
 // is full-shape, x[col], x[row], x[c], x[n] or x[hw] by how its shape

@@ -24,6 +24,7 @@ std::vector<std::string> mismatches(const TuningRecord& r, const RecordOrigin& t
   check("CUDA", o.cuda_version, target.cuda_version);
   check("Halide", o.halide_version, target.halide_version);
   check("fusekit", o.fusekit_version, target.fusekit_version);
+  if (uses_cublas(r)) check("cuBLASLt", o.cublas_version, target.cublas_version);
   return out;
 }
 
@@ -37,7 +38,16 @@ std::string join(const std::vector<std::string>& parts) {
 std::string origin_key(const TuningRecord& r) {
   const RecordOrigin o = origin_of(r);
   return o.gpu_name + '\n' + std::to_string(o.sm_count) + '\n' + o.driver_major + '\n' + o.cuda_version + '\n' +
-         o.halide_version + '\n' + o.fusekit_version;
+         o.halide_version + '\n' + o.fusekit_version + '\n' + o.cublas_version;
+}
+
+// The digits after `tag` in `text` ("130100" of "... cublaslt=130100 ..."), "" when absent.
+std::string number_after(const std::string& text, const std::string& tag) {
+  const size_t at = text.find(tag);
+  if (at == std::string::npos) return "";
+  const size_t from = at + tag.size();
+  const size_t end = text.find_first_not_of("0123456789", from);
+  return text.substr(from, end == std::string::npos ? std::string::npos : end - from);
 }
 
 std::string schedule_name(const TuningRecord& r) { return r.backend + '\n' + r.shape + '\n' + r.params; }
@@ -118,9 +128,20 @@ std::string driver_major(const std::string& driver_version) {
   return driver_version.substr(0, driver_version.find('.'));
 }
 
+bool uses_cublas(const TuningRecord& r) { return r.backend.rfind("cublaslt", 0) == 0; }
+
 RecordOrigin origin_of(const TuningRecord& r) {
-  return {r.gpu_name, r.sm_count, driver_major(r.driver_version), r.cuda_version, r.halide_version,
-          r.fusekit_version};
+  RecordOrigin o{r.gpu_name, r.sm_count, driver_major(r.driver_version), r.cuda_version, r.halide_version,
+                 r.fusekit_version, ""};
+  // GEMM records join the cuBLASLt version to the toolkit's (gemm_records).
+  static const std::string kTag = " cublasLt ";
+  const size_t at = r.cuda_version.find(kTag);
+  if (at != std::string::npos) {
+    o.cuda_version = r.cuda_version.substr(0, at);
+    o.cublas_version = number_after(r.cuda_version, kTag);
+  }
+  if (o.cublas_version.empty() && uses_cublas(r)) o.cublas_version = number_after(r.params, "cublaslt=");
+  return o;
 }
 
 std::string staleness(const TuningRecord& r, const RecordOrigin& target) { return join(mismatches(r, target)); }

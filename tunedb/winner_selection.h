@@ -21,12 +21,20 @@ struct RecordOrigin {
   std::string cuda_version;
   std::string halide_version;
   std::string fusekit_version;
+  // cuBLASLt's version number ("130100"); compared for GEMM records only
+  // (a cuBLASLt backend), since no other kernel calls it.
+  std::string cublas_version;
 };
 
-// The origin a record was measured at (driver reduced to its major).
+// The origin a record was measured at (driver reduced to its major). A GEMM
+// record's cuda_version reads "13.0 cublasLt 130100": the toolkit is "13.0"
+// and the cuBLASLt version 130100 (from the params' `cublaslt=` where the
+// text lacks it).
 RecordOrigin origin_of(const TuningRecord& r);
+// Whether a record's kernel calls cuBLASLt (backend cublaslt or cublaslt+nvrtc).
+bool uses_cublas(const TuningRecord& r);
 // How `r` differs from `target`, e.g. "GPU NVIDIA A100 (not NVIDIA H200),
-// CUDA 12.4 (not 13.0)"; "" when it matches. Modeled records are compared
+// CUDA 12.4 (not 13.0)" or "cuBLASLt 130000 (not 130100)"; "" when it matches. Modeled records are compared
 // by their toolchain only (no GPU measured them).
 std::string staleness(const TuningRecord& r, const RecordOrigin& target);
 // The leading number of a driver version ("580.95.05" -> "580").

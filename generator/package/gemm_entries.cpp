@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "fusekit/shape_bucket.h"
 #include "generator/cublaslt/epilogue_mapping.h"
+#include "generator/package/record_selection.h"
 
 namespace fusekit {
 namespace {
@@ -55,7 +56,8 @@ std::vector<std::pair<const GemmCandidate*, DType>> ops_of(const std::vector<Gem
 }  // namespace
 
 std::vector<GemmEntry> collect_gemm_entries(const TuneDb& db, const std::vector<GemmCandidate>& gemms,
-                                            const std::vector<Arch>& archs) {
+                                            const std::vector<Arch>& archs, const RecordOrigin& target,
+                                            std::vector<std::string>* selections) {
   std::vector<GemmEntry> out;
   for (const GemmCandidate& g : gemms)
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
@@ -68,8 +70,11 @@ std::vector<GemmEntry> collect_gemm_entries(const TuneDb& db, const std::vector<
         if (r.pipeline_hash == hash) buckets[r.arch].insert(r.shape_bucket);
       for (const Arch& arch : archs)
         for (const std::string& bucket : buckets[arch.name()]) {
-          auto best = db.best({hash, dtype_name(dt), bucket, arch.name()});
-          if (!best) continue;
+          const TuneKey key{hash, dtype_name(dt), bucket, arch.name()};
+          const Selection sel = select_winner(db.key_records(key, false), target);
+          if (!sel.best) continue;
+          selections->push_back(explain_selection(g.name + " " + dtype_name(dt) + " (GEMM)", key, sel));
+          const TuningRecord* best = &*sel.best;
           GemmEntry e;
           e.gemm = &g;
           e.dtype = dt;

@@ -25,10 +25,14 @@ struct GemmEntry {
   std::string record_id;
 };
 
-// Winners of every measured bucket; UserError for a record whose params do
-// not parse. Candidates without records contribute nothing.
+// Winners of every measured bucket, ranked against `target` as kernel
+// records are (select_winner: a record of another cuBLASLt version ranks
+// below matching ones); one line per op, arch and bucket saying what was
+// used and passed over goes to `selections`. UserError for a record whose
+// params do not parse. Candidates without records contribute nothing.
 std::vector<GemmEntry> collect_gemm_entries(const TuneDb& db, const std::vector<GemmCandidate>& gemms,
-                                            const std::vector<Arch>& archs);
+                                            const std::vector<Arch>& archs, const RecordOrigin& target,
+                                            std::vector<std::string>* selections);
 
 // The generated source holding kGemms and fusekit_kernels_gemm_package().
 std::string write_gemm_table(const std::vector<GemmEntry>& entries);

@@ -637,7 +637,7 @@ EmitReport emit_library(const TuneDb& db, const EmitOptions& options) {
   o.cuda_include = existing(o.cuda_include, "--cuda-include", "CUDA include folder");
   EmitReport report;
   std::vector<Variant> variants = collect_variants(db, o, &report);
-  const std::vector<GemmEntry> gemms = collect_gemm_entries(db, o.gemms, o.archs);
+  const std::vector<GemmEntry> gemms = collect_gemm_entries(db, o.gemms, o.archs, o.target, &report.selections);
   add_tail_variants(gemms, &variants, &report);
   if (variants.empty() && gemms.empty())
     throw UserError("the database has no verified or modeled records for the requested ops; run `fusekit tune` first");

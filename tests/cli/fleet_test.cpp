@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/cli/run_command.h"
 #include "tests/support/pg_server.h"
@@ -142,6 +145,51 @@ TEST_F(Fleet, PostgresStoreWorksLikeAFile) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("cannot connect to PostgreSQL at postgresql://fusekit:***@127.0.0.1:1/none"),
             std::string::npos) << r.out;
+}
+
+// `fusekit build` ranks GEMM records by their cuBLASLt version: the H200's
+// record (cuBLASLt 130100) against a faster copy from another cuBLASLt. With
+// --target-cublaslt 130100 the H200's wins and the selection line names the
+// other with the reason; with the other's version as the target, it wins.
+TEST_F(Fleet, BuildPrefersGemmRecordsOfTheTargetCublasAndSaysWhy) {
+  const std::string real = std::string(FUSEKIT_SOURCE_DIR) + "/tests/data/gemm_record_8192.jsonl";
+  std::ifstream in(real);
+  nlohmann::json rec = nlohmann::json::parse(in);
+  const std::string real_id = rec["id"];
+  nlohmann::json other = rec;
+  other["id"] = "0123456789abcdef0123456789abcdef";
+  other["cuda_version"] = "13.0 cublasLt 120900";
+  std::string params = other["params"];
+  params.replace(params.find("cublaslt=130100"), 15, "cublaslt=120900");
+  other["params"] = params;
+  other["median_us"] = 2000.0;  // faster than the H200's 2428 us
+  std::ofstream(path("other.jsonl")) << other.dump() << "\n";
+  const std::string db = " --db " + path("gemm.db");
+  ASSERT_EQ(fusekit_cli("db import" + db + " " + real + " " + path("other.jsonl")).code, 0);
+  const std::string build = "build --arch sm_90 --gemm 'llama_gate_up:out = silu(acc) * acc2' --target-gpu 'NVIDIA H200'" + db;
+
+  auto r = fusekit_cli(build + " --out " + path("pkg") + " --target-cublaslt 130100");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string head = "fusekit: selected llama_gate_up f16 (GEMM) sm_90 m<=2^13 n=11008 k=4096: cublaslt+nvrtc '";
+  ASSERT_NE(r.out.find(head), std::string::npos) << r.out;
+  const std::string line = r.out.substr(r.out.find(head), r.out.find('\n', r.out.find(head)) - r.out.find(head));
+  EXPECT_NE(line.find("cublaslt=130100"), std::string::npos) << line;
+  EXPECT_NE(line.find("2428.12 us (ok, record " + real_id.substr(0, 8)), std::string::npos) << line;
+  EXPECT_NE(line.find("passed over 1: 1 stale: "), std::string::npos) << line;
+  EXPECT_NE(line.find("cuBLASLt 120900 (not 130100)"), std::string::npos) << line;
+  EXPECT_NE(line.find("[01234567]"), std::string::npos) << line;
+  std::ifstream manifest(path("pkg") + "/share/fusekit_kernels/manifest.json");
+  EXPECT_EQ(nlohmann::json::parse(manifest)["gemms"][0]["record_id"], real_id);
+
+  r = fusekit_cli(build + " --out " + path("pkg2") + " --target-cublaslt 120900");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2000.00 us (ok, record 01234567"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cuBLASLt 130100 (not 120900)"), std::string::npos) << r.out;
+
+  r = fusekit_cli(build + " --out " + path("pkg3") + " --target-cublaslt 13.1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--target-cublaslt '13.1' is not a cuBLASLt version number"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(path("pkg3")));
 }
 
 }  // namespace

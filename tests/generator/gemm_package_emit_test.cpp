@@ -56,6 +56,14 @@ TEST(GemmPackageEmit, TypedEntriesManifestAndCAbi) {
                           {point(true, GemmEpilogue::kDefault, false, 128, 3072, 768)}, {ok}, dev, Provenance()));
   db->commit(gemm_records(down, DType::kF16, {128, 768, 3072},
                           {point(false, GemmEpilogue::kBias, true, 128, 768, 3072)}, {ok}, dev, Provenance()));
+  // A faster record of bert_down measured with another cuBLASLt: the build
+  // targets 130100, so it is passed over and the line says why.
+  GemmPoint other = point(false, GemmEpilogue::kBias, true, 128, 768, 3072);
+  other.plan.cublaslt_version = 130000;
+  MeasureResult faster = ok;
+  faster.median_us = 7;
+  const TuningRecord stale = gemm_records(down, DType::kF16, {128, 768, 3072}, {other}, {faster}, dev, Provenance())[0];
+  db->commit({stale});
 
   EmitOptions o;
   o.archs = {Arch{9, 0}};
@@ -64,8 +72,16 @@ TEST(GemmPackageEmit, TypedEntriesManifestAndCAbi) {
   o.runtime_library = FUSEKIT_RUNTIME_LIBRARY;
   o.runtime_include = std::string(FUSEKIT_SOURCE_DIR) + "/runtime/include";
   o.cuda_include = "/usr/local/cuda/include";
+  o.target.cublas_version = "130100";
   EmitReport report = emit_library(*db, o);
   EXPECT_EQ(report.variants, 2u);  // the tail's tuned and generic variants
+  std::string down_line;
+  for (const auto& line : report.selections)
+    if (line.rfind("bert_down f16 (GEMM) sm_90 m<=2^7 n=768 k=3072: cublaslt ", 0) == 0) down_line = line;
+  EXPECT_NE(down_line.find("10.00 us"), std::string::npos) << down_line;
+  EXPECT_NE(down_line.find("passed over 1: 1 stale: cuBLASLt 130000 (not 130100) [" + stale.id.substr(0, 8) + "]"),
+            std::string::npos)
+      << down_line;
 
   const std::string header = slurp(dir / "pkg/include/fusekit_kernels.h");
   EXPECT_NE(header.find("int fusekit_bert_up_f16(const uint16_t* A, const uint16_t* B, const uint16_t* b, uint16_t* out, "
@@ -80,6 +96,7 @@ TEST(GemmPackageEmit, TypedEntriesManifestAndCAbi) {
   EXPECT_EQ(m["gemms"][0]["backend"], "cublaslt+nvrtc");
   EXPECT_EQ(m["gemms"][1]["backend"], "cublaslt");
   EXPECT_NE(m["gemms"][1]["params"].get<std::string>().find("ep=bias res=1"), std::string::npos);
+  EXPECT_NE(m["gemms"][1]["params"].get<std::string>().find("cublaslt=130100"), std::string::npos);
   EXPECT_EQ(m["variants"][0]["op"], "bert_up_tail");
 
   void* lib = dlopen((dir / "pkg/lib/libfusekit_kernels.so").c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -44,7 +44,7 @@ TEST_F(RecordSelection, NamesTheWinnerAndWhatPassedOverWhy) {
   const TuningRecord fresh = rec("threads=128", 4.0, "13.0");
   const TuningRecord modeled = rec("threads=64", 1.0, "13.0", RecordStatus::kModeled);
   db_->commit({stale, fresh, rec("threads=128", 4.5, "13.0"), modeled});
-  RecordOrigin target{"NVIDIA H200", 132, "580", "13.0", "14.0.0", "0.1.0"};
+  RecordOrigin target{"NVIDIA H200", 132, "580", "13.0", "14.0.0", "0.1.0", ""};
   const BucketChoice c = choose_bucket_record(*db_, key_, target, "relu_add f32");
   ASSERT_TRUE(c.best.has_value());
   EXPECT_EQ(c.best->id, fresh.id);

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "generator/candidates/expr_parser.h"
 #include "graph/canonicalize.h"
 #include "graph/graph_json.h"
 #include "graph/onnx_import.h"
@@ -41,6 +43,29 @@ TEST(OnnxImport, BertHasItsGeluAndLayerNormRegions) {
   for (const auto& e : p.entries) {
     if (e.expr.find("gelu(") == std::string::npos) continue;
     EXPECT_EQ(e.occurrences.size(), 12u);  // twelve layers, one kernel
+  }
+}
+
+// ResNet-50's head from both exporters (TorchScript: GlobalAveragePool after
+// the last bn + add + relu; dynamo: ReduceMean over [-1, -2] after add +
+// relu) is one kernel on the general nchw layout: the pool and its prologue.
+TEST(OnnxImport, ResNetGlobalAveragePoolIsAKernel) {
+  for (const auto& [file, pool] : {std::pair<std::string, std::string>{"resnet50.onnx", "/m/avgpool/GlobalAveragePool"},
+                                   {"resnet50_dynamo.onnx", "node_mean"}}) {
+    Plan p = plan_model(file, {{"batch", {1, 32}}});
+    EXPECT_TRUE(p.unsupported.empty()) << file << "\n" << coverage_report(p);
+    const PlanEntry* gap = nullptr;
+    for (const auto& e : p.entries)
+      for (const auto& o : e.occurrences)
+        if (std::find(o.nodes.begin(), o.nodes.end(), pool) != o.nodes.end()) gap = &e;
+    ASSERT_NE(gap, nullptr) << file << "\n" << coverage_report(p);
+    EXPECT_EQ(gap->layout, "nchw") << file;
+    EXPECT_NE(gap->expr.find("out = mean(relu("), std::string::npos) << gap->expr;
+    EXPECT_EQ(gap->expr.substr(gap->expr.size() - 5), ", hw)") << gap->expr;
+    EXPECT_EQ(gap->sizes, (std::vector<std::string>{"1x2048x49", "32x2048x49"})) << file;
+    ASSERT_EQ(gap->occurrences.size(), 1u);
+    EXPECT_EQ(gap->occurrences[0].outputs.size(), 1u);
+    EXPECT_TRUE(parse_expression(gap->expr).general) << gap->expr;
   }
 }
 

@@ -275,6 +275,88 @@ TEST(Partitioner, NonLastAxisReductionIsReportedUnsupported) {
   EXPECT_NE(p.unsupported[0].reason.find("non-last axis"), std::string::npos) << p.unsupported[0].reason;
 }
 
+// ResNet's head as exporters write it: GlobalAveragePool (TorchScript) or
+// ReduceMean over [-1, -2] with keepdims (dynamo, axes as an attribute or an
+// input) after the last residual add + relu: one region on the general nchw
+// layout, the add + relu its prologue, the pooled [N, C, 1, 1] its output.
+TEST(Partitioner, GlobalAveragePoolIsOneGeneralNchwRegionWithItsPrologue) {
+  const Shape img = S({D("batch"), D(2048), D(7), D(7)}), pooled = S({D("batch"), D(2048), D(1), D(1)});
+  for (int form = 0; form < 3; ++form) {
+    GraphBuilder b("m", form == 2 ? 18 : 17);  // axes as an input from opset 18
+    auto x = b.input("x", img), y = b.input("y", img);
+    auto relu = b.node("Relu", {b.node("Add", {x, y}, img)}, img);
+    std::string pool;
+    if (form == 0) pool = b.node("GlobalAveragePool", {relu}, pooled);
+    if (form == 1) pool = b.node("ReduceMean", {relu}, pooled, {{"axes", std::vector<int64_t>{-1, -2}}, {"keepdims", int64_t{1}}});
+    if (form == 2) pool = b.node("ReduceMean", {relu, b.ints({2, 3})}, pooled);
+    b.output(b.node("Flatten", {pool}, S({D("batch"), D(2048)}), {{"axis", int64_t{1}}}));
+    canonicalize(b.graph());
+    Plan p = make_plan(b.graph(), "t.onnx", {{"batch", {1, 32}}});
+    ASSERT_EQ(p.entries.size(), 1u) << form << "\n" << coverage_report(p);
+    EXPECT_TRUE(p.unsupported.empty()) << coverage_report(p);
+    const PlanEntry& e = p.entries[0];
+    EXPECT_EQ(e.expr, "out = mean(relu((in0 + in1)), hw)") << form;
+    EXPECT_EQ(e.layout, "nchw");
+    EXPECT_EQ(e.sizes, (std::vector<std::string>{"1x2048x49", "32x2048x49"}));
+    EXPECT_EQ(p.nodes_in_regions, 3u);
+    ASSERT_EQ(e.occurrences[0].outputs.size(), 1u);
+    EXPECT_EQ(e.occurrences[0].outputs[0].second, pool);
+    const FusionCandidate c = parse_expression(e.expr);
+    EXPECT_TRUE(c.general);
+    EXPECT_EQ(c.output_axes, (std::vector<int>{1, 2}));  // [n, c], innermost first
+  }
+}
+
+// What a global pool cannot take: keepdims=0, other axes, a 3-D input, a
+// prologue value also used whole outside (two output shapes), a row
+// reduction beside it. Each is reported or kept apart, never a wrong kernel.
+TEST(Partitioner, GlobalPoolLimitsAreReportedOrKeptApart) {
+  const Shape img = S({D(8), D(64), D(14), D(14)}), pooled = S({D(8), D(64), D(1), D(1)});
+  GraphBuilder k;
+  auto kx = k.input("x", img);
+  k.output(k.node("ReduceMean", {k.node("Exp", {kx}, img)}, S({D(8), D(64)}),
+                  {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t{0}}}));
+  Plan kp = plan_of(k.graph());
+  ASSERT_EQ(kp.unsupported.size(), 1u) << coverage_report(kp);
+  EXPECT_NE(kp.unsupported[0].reason.find("keepdims=0"), std::string::npos) << kp.unsupported[0].reason;
+
+  GraphBuilder a;  // over C and H: not a pool
+  auto ax = a.input("x", img);
+  a.output(a.node("ReduceMean", {ax}, S({D(8), D(1), D(1), D(14)}), {{"axes", std::vector<int64_t>{1, 2}}}));
+  Plan ap = plan_of(a.graph());
+  ASSERT_EQ(ap.unsupported.size(), 1u) << coverage_report(ap);
+  EXPECT_NE(ap.unsupported[0].reason.find("2 axes"), std::string::npos) << ap.unsupported[0].reason;
+
+  GraphBuilder t;  // a 1-D spatial pool
+  const Shape seq = S({D(8), D(64), D(100)});
+  t.output(t.node("GlobalAveragePool", {t.input("x", seq)}, S({D(8), D(64), D(1)})));
+  Plan tp = plan_of(t.graph());
+  ASSERT_EQ(tp.unsupported.size(), 1u) << coverage_report(tp);
+  EXPECT_NE(tp.unsupported[0].reason.find("3-D input"), std::string::npos) << tp.unsupported[0].reason;
+
+  GraphBuilder u;  // the relu is also a graph output: it stays its own region
+  auto ux = u.input("x", img), uy = u.input("y", img);
+  auto relu = u.node("Relu", {u.node("Add", {ux, uy}, img)}, img);
+  u.output(relu);
+  u.output(u.node("GlobalMaxPool", {relu}, pooled));
+  Plan up = plan_of(u.graph());
+  ASSERT_EQ(up.entries.size(), 2u) << coverage_report(up);
+  EXPECT_EQ(up.entries[0].expr, "out = relu((in0 + in1))");
+  EXPECT_EQ(up.entries[1].expr, "out = max(in0, hw)");
+  EXPECT_EQ(up.entries[1].layout, "nchw");
+
+  GraphBuilder r;  // a softmax over W of the same tensor: two kernels
+  auto rx = r.input("x", img);
+  auto e = r.node("Exp", {rx}, img);
+  r.output(r.node("Softmax", {e}, img, {{"axis", int64_t{-1}}}));
+  r.output(r.node("GlobalAveragePool", {e}, pooled));
+  Plan rp = plan_of(r.graph());
+  EXPECT_TRUE(rp.unsupported.empty()) << coverage_report(rp);
+  for (const auto& entry : rp.entries)
+    EXPECT_FALSE(entry.expr.find(", hw)") != std::string::npos && entry.expr.find(", col)") != std::string::npos)
+        << entry.expr;
+}
+
 TEST(Partitioner, SoftmaxOverANonLastAxisIsReportedUnsupported) {
   GraphBuilder b;
   auto x = b.input("x", kBSH);

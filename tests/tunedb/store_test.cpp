@@ -248,6 +248,36 @@ TEST_P(StoreTest, StaleRecordsRankBelowMatchingOnes) {
   EXPECT_NE(sel.passed_over[0].reason.find("CUDA 12.4 (not 13.0)"), std::string::npos) << sel.passed_over[0].reason;
 }
 
+// A GEMM record of another cuBLASLt ranks below one of the target's in every
+// store, though it is faster; the version is read from the stored text.
+TEST_P(StoreTest, GemmRecordsOfAnotherCublasRankBelowMatchingOnes) {
+  auto db = open_db("a.db");
+  auto gemm = [](const std::string& cublas, double median) {
+    TuningRecord r = record("cublaslt", median);
+    r.pattern = "bert_down";
+    r.shape = "128x768x3072";
+    r.shape_bucket = "m<=2^7 n=768 k=3072";
+    r.cuda_version = "13.0 cublasLt " + cublas;
+    r.params = "rank=0 ep=bias res=1 shape=128x768x3072 bt=1 dtype=f16 ws=0 cublaslt=" + cublas + " algo=heuristic";
+    return r;
+  };
+  const TuningRecord here = gemm("130100", 20.0), other = gemm("130000", 15.0);
+  db->commit({here, other});
+  const TuneKey key{"abc123", "f32", "m<=2^7 n=768 k=3072", "sm_90"};
+  RecordOrigin target;
+  target.gpu_name = "NVIDIA H200";
+  target.cuda_version = "13.0";
+  target.cublas_version = "130100";
+  const Selection sel = select_winner(db->key_records(key, false), target);
+  ASSERT_TRUE(sel.best.has_value());
+  EXPECT_EQ(sel.best->id, here.id);
+  ASSERT_EQ(sel.passed_over.size(), 1u);
+  EXPECT_EQ(sel.passed_over[0].record.id, other.id);
+  EXPECT_EQ(sel.passed_over[0].reason, "stale: cuBLASLt 130000 (not 130100)");
+  target.cublas_version = "130000";
+  EXPECT_EQ(select_winner(db->key_records(key, false), target).best->id, other.id);
+}
+
 // Revocations are part of a key's records in every store, and best() passes
 // over the kernel they revoke.
 TEST_P(StoreTest, BestPassesOverARevokedKernel) {

@@ -36,7 +36,7 @@ std::vector<TuningRecord> ordered(std::vector<TuningRecord> rows) {
   return rows;
 }
 
-RecordOrigin h200() { return {"NVIDIA H200", 132, "580", "13.0", "14.0.0", "0.1.0"}; }
+RecordOrigin h200() { return {"NVIDIA H200", 132, "580", "13.0", "14.0.0", "0.1.0", ""}; }
 
 TEST(WinnerSelection, StalenessNamesEveryFieldThatDiffers) {
   EXPECT_EQ(driver_major("580.95.05"), "580");
@@ -84,6 +84,57 @@ TEST(WinnerSelection, MeasuredBeatsModeledAndModeledAnswersAlone) {
                                timed("threads=64", 1.0, "model", "13.0", RecordStatus::kModeled)}), h200());
   EXPECT_EQ(sel.best->params, "threads=64");
   EXPECT_FALSE(select_winner({}).best.has_value());
+}
+
+TuningRecord gemm(const std::string& cublas, double us) {
+  TuningRecord r = timed("rank=0 ep=bias res=0 shape=128x768x3072 bt=1 dtype=f16 ws=0 cublaslt=" + cublas + " algo=heuristic",
+                         us, "NVIDIA H200", "13.0 cublasLt " + cublas);
+  r.backend = "cublaslt";
+  return r;
+}
+
+// A GEMM record's cuda_version carries the cuBLASLt version: the toolkit
+// still matches, and the cuBLASLt version is compared on its own.
+TEST(WinnerSelection, CublasVersionIsPartOfAGemmRecordsOrigin) {
+  RecordOrigin target = h200();
+  target.cublas_version = "130100";
+  const RecordOrigin o = origin_of(gemm("130000", 1));
+  EXPECT_EQ(o.cuda_version, "13.0");
+  EXPECT_EQ(o.cublas_version, "130000");
+  EXPECT_EQ(staleness(gemm("130100", 1), target), "");
+  EXPECT_EQ(staleness(gemm("130000", 1), target), "cuBLASLt 130000 (not 130100)");
+  // A record whose cuda_version lacks it still has its plan's `cublaslt=`.
+  TuningRecord old = gemm("120400", 1);
+  old.cuda_version = "13.0";
+  EXPECT_EQ(origin_of(old).cublas_version, "120400");
+  EXPECT_EQ(staleness(old, target), "cuBLASLt 120400 (not 130100)");
+  // Kernels that never call cuBLASLt are not stale for its version.
+  EXPECT_EQ(staleness(timed("threads=128", 1), target), "");
+  // A tail GEMM (cublaslt+nvrtc) counts too.
+  TuningRecord tail = gemm("130000", 1);
+  tail.backend = "cublaslt+nvrtc";
+  EXPECT_EQ(staleness(tail, target), "cuBLASLt 130000 (not 130100)");
+}
+
+// A faster GEMM record of another cuBLASLt never beats a matching one.
+TEST(WinnerSelection, GemmRecordsOfAnotherCublasRankBelowMatchingOnes) {
+  RecordOrigin target = h200();
+  target.cublas_version = "130100";
+  const TuningRecord here = gemm("130100", 12.0), other = gemm("130000", 9.0);
+  const Selection sel = select_winner(ordered({here, other}), target);
+  ASSERT_TRUE(sel.best.has_value());
+  EXPECT_EQ(sel.best->id, here.id);
+  ASSERT_EQ(sel.used.size(), 1u);
+  ASSERT_EQ(sel.passed_over.size(), 1u);
+  EXPECT_EQ(sel.passed_over[0].record.id, other.id);
+  EXPECT_EQ(sel.passed_over[0].reason, "stale: cuBLASLt 130000 (not 130100)");
+  // Without a cuBLASLt in the target both compete and the faster wins.
+  EXPECT_EQ(select_winner(ordered({here, other}), h200()).best->id, other.id);
+  // With only other versions, the closest one origin ranks, never a pool of two.
+  const TuningRecord older = gemm("120400", 8.0);
+  const Selection stale = select_winner(ordered({other, older}), target);
+  ASSERT_EQ(stale.used.size(), 1u);
+  ASSERT_EQ(stale.passed_over.size(), 1u);
 }
 
 TuningRecord revoked(const TuningRecord& winner, const std::string& when) {

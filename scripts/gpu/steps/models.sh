@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # models: each committed ONNX model (tests/data/models) planned at two sizes
 # of its symbolic dims, `fusekit tune --plan` on this GPU (nvrtc, BUDGET
-# schedules per entry and size, 8), tuned again to show the resume measures
+# schedules per entry and size, 8; the general-layout entries, ResNet's
+# global pool, with halide), tuned again to show the resume measures
 # nothing, `fusekit build --plan`, every kernel verified through the
 # package's C API and once under memcheck -> <model>.json (coverage, entries,
 # exit codes, seconds), plan, records and logs. MODELS narrows the models
@@ -38,6 +39,12 @@ model_step() {
   timed plan "$bin/fusekit" plan "$model" $(dims_for "$m") --out "$out/$m.plan.json" >"$mlog" 2>&1 || return
   timed tune timeout "${MODEL_TIMEOUT:-240}" "$bin/fusekit" tune --plan "$out/$m.plan.json" --arch "$arch" \
     --db "$db" --backend nvrtc --budget "$budget" --specialize 0 --hint-twins 0 >>"$mlog" 2>"$out/$m.tune_progress.txt"
+  # Entries on a general layout (a global pool, `mean(..., hw)`) only Halide
+  # builds: a plan of just those, tuned with it, so build finds every entry.
+  python3 -c "import json,sys; p=json.load(open(sys.argv[1])); p['entries']=[e for e in p['entries'] if ', hw)' in e['expr']]
+json.dump(p, open(sys.argv[2], 'w')); sys.exit(0 if p['entries'] else 3)" "$out/$m.plan.json" "$out/$m.halide_plan.json"
+  [ $? -eq 0 ] && timed tune_halide timeout "${MODEL_TIMEOUT:-240}" "$bin/fusekit" tune --plan "$out/$m.halide_plan.json" \
+    --arch "$arch" --db "$db" --backend halide --budget "$budget" >>"$mlog" 2>>"$out/$m.tune_progress.txt"
   timed retune timeout 60 "$bin/fusekit" tune --plan "$out/$m.plan.json" --arch "$arch" --db "$db" \
     --backend nvrtc --budget "$budget" --specialize 0 --hint-twins 0 >>"$mlog" 2>&1
   timed build timeout 240 "$bin/fusekit" build --plan "$out/$m.plan.json" --arch "$arch" --db "$db" --out "$dir" \
