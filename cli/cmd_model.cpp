@@ -31,8 +31,8 @@ po::options_description cmd_model_options() {
       ("fast-weight", po::value<double>()->default_value(-1),
        "weigh every op/shape group alike and its schedules within 10 % of the best 1 + W times more; < 0: off")
       ("threads", po::value<int>()->default_value(1), "XGBoost threads")
-      ("objective", po::value<std::string>()->default_value("time"),
-       "time (regression on log time over the roofline) or pairwise (rank:pairwise within each op/shape group)")
+      ("objective", po::value<std::string>()->default_value("relative"),
+       "time (regression on log time over the roofline), relative (on log time over the group's best), pairwise or ndcg (XGBoost's rank:pairwise / rank:ndcg within each op/shape group)")
       ("no-prior", po::bool_switch(), "leave the schedule prior's features out (missing)")
       ("holdouts", po::value<std::string>()->default_value("workload,shape"),
        "`eval`: which holdouts to run, workload and/or shape");
@@ -78,8 +78,8 @@ CostTrainOptions train_options(const po::variables_map& vm) {
   o.eta = vm["eta"].as<double>();
   if (!(o.eta > 0 && o.eta <= 1)) throw UserError("--eta " + std::to_string(o.eta) + ": expected a rate in (0, 1]");
   o.objective = vm["objective"].as<std::string>();
-  if (o.objective != "time" && o.objective != "pairwise" && o.objective != "relative")
-    throw UserError("--objective '" + o.objective + "': expected time or pairwise");
+  if (o.objective != "time" && o.objective != "pairwise" && o.objective != "ndcg" && o.objective != "relative")
+    throw UserError("--objective '" + o.objective + "': expected time, relative, pairwise or ndcg");
   return o;
 }
 

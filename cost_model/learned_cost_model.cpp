@@ -16,6 +16,8 @@ namespace {
 
 constexpr const char* kFormat = "fusekit-cost-model";
 
+bool is_ranking(const CostTrainOptions& o) { return o.objective == "pairwise" || o.objective == "ndcg"; }
+
 void check(int rc, const char* what) {
   if (rc != 0) throw InternalError(std::string("xgboost ") + what + ": " + XGBGetLastError());
 }
@@ -41,7 +43,7 @@ struct Matrix {
 // (a leaf of a single time still counts: min_child_weight 1).
 void set_params(BoosterHandle b, const CostTrainOptions& o, bool update) {
   const std::pair<std::string, std::string> params[] = {
-      {"objective", o.objective == "pairwise" ? "rank:pairwise" : "reg:squarederror"},
+      {"objective", is_ranking(o) ? "rank:" + o.objective : "reg:squarederror"},
       {"tree_method", "hist"},
       {"max_depth", std::to_string(update ? o.update_depth : o.max_depth)},
       {"eta", std::to_string(update ? 0.3 : o.eta)},
@@ -86,7 +88,7 @@ std::vector<float> over_group_best(const std::vector<CostSample>& samples, const
 // The samples as a training matrix; for a ranking objective sorted by
 // group, with the group sizes and one weight per group (XGBoost's rule).
 std::unique_ptr<Matrix> training_matrix(const std::vector<CostSample>& samples, const CostTrainOptions& o) {
-  const bool ranking = o.objective == "pairwise";
+  const bool ranking = is_ranking(o);
   std::vector<size_t> order(samples.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (ranking)
@@ -208,7 +210,7 @@ std::vector<float> LearnedCostModel::predict_rows(const std::vector<std::vector<
   const float* out = nullptr;
   check(XGBoosterPredict(booster_, m.h, 0, 0, 0, &len, &out), "predict");
   std::vector<float> v(out, out + len);
-  if (options_.objective == "pairwise")  // a score, higher is faster
+  if (is_ranking(options_))  // a score, higher is faster
     for (float& x : v) x = -x;
   return v;
 }
@@ -250,8 +252,9 @@ void LearnedCostModel::save(const std::string& path) const {
   j["feature_schema"] = info_.feature_schema;
   j["features"] = model_feature_names();
   j["objective"] = options_.objective;
-  j["target"] = options_.objective == "pairwise" ? "rank:pairwise score within op, dtype, shape, backend (higher is faster)"
-                                                 : "log(median_us / (2 + bytes_moved / dram_bandwidth))";
+  j["target"] = is_ranking(options_) ? "rank:" + options_.objective + " score within op, dtype, shape, backend (higher is faster)"
+                : options_.objective == "relative" ? "log(median_us / the group's best median_us)"
+                                                   : "log(median_us / (2 + bytes_moved / dram_bandwidth))";
   j["xgboost_version"] = info_.xgboost_version;
   j["training_records"] = info_.training_records;
   j["training_samples"] = info_.training_samples;

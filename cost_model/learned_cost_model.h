@@ -1,9 +1,12 @@
 // The learned cost model: gradient-boosted trees (XGBoost's C API) over
-// cost_features, fit to log(measured time / roofline_us), so one model
-// covers every size and ranks within a workload by predicted time. It is
-// saved as one JSON file: the booster and its provenance (feature schema,
-// XGBoost version, training records, archs). For an arch the training data
-// has no record of, predictions are the analytic model's (the prior).
+// cost_features and a SchedulePrior's features, fit by default to the log
+// of a schedule's time over its workload's best (CostTrainOptions), so it
+// ranks within a workload; predict() gives roofline_us times the predicted
+// slowdown, an estimate stored as "modeled", never a measurement. It is
+// saved as one JSON file: the booster, the schedule prior and the
+// provenance (feature schema, objective, XGBoost version, training records,
+// archs). For an arch the training data has no record of, predictions are
+// the analytic model's.
 #pragma once
 
 #include <map>
@@ -49,10 +52,13 @@ struct CostTrainOptions {
   // Trees added per update() (on everything updates have seen) and their depth.
   int update_rounds = 2;
   int update_depth = 3;
-  // "time": squared error on log(us / roofline_us); "pairwise": XGBoost's
-  // rank:pairwise within each group, the relevance being the group's best
+  // "relative" (the default): squared error on log(us / the group's best
+  // us), so the trees spend themselves on what differs within a workload
+  // and the same schedule's slowdown carries across ops; "time": on
+  // log(us / roofline_us); "pairwise" / "ndcg": XGBoost's rank:pairwise /
+  // rank:ndcg within each group, the relevance being the group's best
   // target minus the sample's in steps of rank_step (0 past rank_levels).
-  std::string objective = "time";
+  std::string objective = "relative";
   double rank_step = 0.02;
   int rank_levels = 40;
 };
