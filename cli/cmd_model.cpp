@@ -34,6 +34,8 @@ po::options_description cmd_model_options() {
       ("objective", po::value<std::string>()->default_value("relative"),
        "time (regression on log time over the roofline), relative (on log time over the group's best), pairwise or ndcg (XGBoost's rank:pairwise / rank:ndcg within each op/shape group)")
       ("no-prior", po::bool_switch(), "leave the schedule prior's features out (missing)")
+      ("unsized-copies", po::bool_switch(),
+       "train on each sample again without the prior's size and row-length features")
       ("holdouts", po::value<std::string>()->default_value("workload,shape"),
        "`eval`: which holdouts to run, workload and/or shape");
   return o;
@@ -78,6 +80,7 @@ CostTrainOptions train_options(const po::variables_map& vm) {
   o.eta = vm["eta"].as<double>();
   if (!(o.eta > 0 && o.eta <= 1)) throw UserError("--eta " + std::to_string(o.eta) + ": expected a rate in (0, 1]");
   o.objective = vm["objective"].as<std::string>();
+  o.unsized_copies = vm["unsized-copies"].as<bool>();
   if (o.objective != "time" && o.objective != "pairwise" && o.objective != "ndcg" && o.objective != "relative")
     throw UserError("--objective '" + o.objective + "': expected time, relative, pairwise or ndcg");
   return o;
@@ -147,6 +150,7 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
   j["rounds"] = options.train.rounds;
   j["objective"] = options.train.objective;
   j["prior"] = options.prior;
+  j["unsized_copies"] = options.train.unsized_copies;
   j["depth"] = options.train.max_depth;
   j["eta"] = options.train.eta;
   j["guided_batch"] = options.guided_batch;

@@ -2,6 +2,7 @@
 
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -82,6 +83,23 @@ std::vector<float> over_group_best(const std::vector<CostSample>& samples, const
   }
   std::vector<float> out;
   for (size_t i : order) out.push_back(samples[i].target - best.at(samples[i].group));
+  return out;
+}
+
+// The samples, then each again with the prior's size and row-length
+// features missing, as they are at a size no other op was timed at.
+std::vector<CostSample> with_unsized_copies(const std::vector<CostSample>& samples) {
+  const auto& names = model_feature_names();
+  std::vector<size_t> masked;
+  for (const char* n : {"prior_size", "prior_size_groups", "prior_cols", "prior_cols_groups"})
+    masked.push_back(std::find(names.begin(), names.end(), n) - names.begin());
+  std::vector<CostSample> out = samples;
+  for (const CostSample& s : samples) {
+    CostSample copy = s;
+    for (size_t i = 0; i < masked.size(); ++i)
+      copy.features.at(masked[i]) = i % 2 == 0 ? std::nanf("") : 0.0f;  // no mean, no groups
+    out.push_back(std::move(copy));
+  }
   return out;
 }
 
@@ -176,7 +194,8 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::train(const std::vector<Cost
                                                           const CostTrainOptions& options, SchedulePrior prior) {
   if (samples.empty())
     throw UserError("no measured records to train a cost model on; tune on a GPU or `fusekit db import` records first");
-  const std::unique_ptr<Matrix> m = training_matrix(samples, options);
+  const std::unique_ptr<Matrix> m = training_matrix(options.unsized_copies ? with_unsized_copies(samples) : samples,
+                                                    options);
   BoosterHandle b = nullptr;
   check(XGBoosterCreate(&m->h, 1, &b), "create");
   std::unique_ptr<LearnedCostModel> model(new LearnedCostModel(b, std::move(info), options, std::move(prior)));

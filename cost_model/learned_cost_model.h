@@ -59,6 +59,10 @@ struct CostTrainOptions {
   // rank:ndcg within each group, the relevance being the group's best
   // target minus the sample's in steps of rank_step (0 past rank_levels).
   std::string objective = "relative";
+  // Train on each sample twice, the second time without the prior's size
+  // and row-length features, as at a size no other op was timed at (off:
+  // on the H200 records it helps sizes never seen and costs ops never seen).
+  bool unsized_copies = false;
   double rank_step = 0.02;
   int rank_levels = 40;
 };
