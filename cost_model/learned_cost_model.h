@@ -22,8 +22,9 @@ namespace fusekit {
 // A model's input row: cost_features, then the prior's features.
 const std::vector<std::string>& model_feature_names();
 
-// One training row: the model's features and log(us / roofline_us); for a ranking
-// objective also the group of schedules that compete.
+// One training row: the model's features, log(us / roofline_us) and the
+// group of schedules it competes with (the relative and ranking objectives
+// read it).
 struct CostSample {
   std::vector<float> features;
   float target = 0;
@@ -95,7 +96,8 @@ class LearnedCostModel final : public CostModel {
 
   // The model's feature row of one candidate (cost_features and the prior's).
   std::vector<float> features(const Problem& problem, size_t bytes_per_element, const Candidate& candidate) const;
-  // Predicted log(us / roofline_us) per feature row.
+  // Per feature row, the predicted log(us / roofline_us) on the
+  // objective's scale (relative: the log slowdown; ranking: minus the score).
   std::vector<float> predict_rows(const std::vector<std::vector<float>>& rows) const;
   std::vector<double> predict(const Problem& problem, size_t bytes_per_element,
                               const std::vector<Candidate>& batch) const override;
