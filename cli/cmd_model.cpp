@@ -22,9 +22,18 @@ po::options_description cmd_model_options() {
       ("hold-out", po::value<std::vector<std::string>>()->multitoken(),
        "`train`: leave these catalog ops' records out (to judge the model on them later)")
       ("rounds", po::value<int>()->default_value(300), "boosting rounds")
+      ("depth", po::value<int>()->default_value(6), "tree depth")
+      ("eta", po::value<double>()->default_value(0.1), "learning rate")
       ("fast-weight", po::value<double>()->default_value(-1),
        "weigh every op/shape group alike and its schedules within 10 % of the best 1 + W times more; < 0: off")
-      ("threads", po::value<int>()->default_value(1), "XGBoost threads");
+      ("threads", po::value<int>()->default_value(1), "XGBoost threads")
+      ("objective", po::value<std::string>()->default_value("relative"),
+       "time (regression on log time over the roofline), relative (on log time over the group's best), pairwise or ndcg (XGBoost's rank:pairwise / rank:ndcg within each op/shape group)")
+      ("no-prior", po::bool_switch(), "leave the schedule prior's features out (missing)")
+      ("unsized-copies", po::bool_switch(),
+       "train on each sample again without the prior's size and row-length features")
+      ("holdouts", po::value<std::string>()->default_value("workload,shape"),
+       "`eval`: which holdouts to run, workload and/or shape");
   return o;
 }
 
@@ -63,6 +72,13 @@ CostTrainOptions train_options(const po::variables_map& vm) {
   CostTrainOptions o;
   o.rounds = int_at_least(vm, "rounds", 1, "at least 1");
   o.threads = int_at_least(vm, "threads", 1, "at least 1");
+  o.max_depth = int_at_least(vm, "depth", 1, "at least 1");
+  o.eta = vm["eta"].as<double>();
+  if (!(o.eta > 0 && o.eta <= 1)) throw UserError("--eta " + std::to_string(o.eta) + ": expected a rate in (0, 1]");
+  o.objective = vm["objective"].as<std::string>();
+  o.unsized_copies = vm["unsized-copies"].as<bool>();
+  if (o.objective != "time" && o.objective != "pairwise" && o.objective != "ndcg" && o.objective != "relative")
+    throw UserError("--objective '" + o.objective + "': expected time, relative, pairwise or ndcg");
   return o;
 }
 
@@ -84,12 +100,14 @@ int model_train(const po::variables_map& vm, const std::string& db_path) {
     throw UserError("database '" + mask_uri(db_path) +
                     "' holds no verified measurements of catalog ops; tune on a GPU or `fusekit db import` some");
   ProblemCache problems;
+  const SchedulePrior prior = vm["no-prior"].as<bool>() ? SchedulePrior{} : schedule_prior(schedules, problems);
   std::vector<CostSample> samples;
   std::set<std::string> archs;
   for (const auto& s : schedules) {
-    samples.push_back(cost_sample(problems, s));
+    samples.push_back(cost_sample(problems, s, prior));
     archs.insert(s.arch);
   }
+  assign_groups(schedules, &samples);
   if (vm["fast-weight"].as<double>() >= 0) weigh_samples(schedules, vm["fast-weight"].as<double>(), &samples);
   CostModelInfo info;
   info.training_records = records.size();
@@ -97,7 +115,7 @@ int model_train(const po::variables_map& vm, const std::string& db_path) {
   info.source = mask_uri(db_path);
   info.fusekit_version = FUSEKIT_VERSION;
   info.trained_at = utc_timestamp();
-  auto model = LearnedCostModel::train(samples, info, options);
+  auto model = LearnedCostModel::train(samples, info, options, prior);
   model->save(out);
   std::printf("cost model: %zu schedules from %zu measured records (%s), feature schema %d, xgboost %s -> %s\n",
               samples.size(), records.size(), info.archs.empty() ? "" : info.archs.front().c_str(),
@@ -109,6 +127,10 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
   ModelEvalOptions options;
   options.train = train_options(vm);
   options.fast_weight = vm["fast-weight"].as<double>();
+  options.prior = !vm["no-prior"].as<bool>();
+  options.holdouts = split_list({vm["holdouts"].as<std::string>()});
+  for (const std::string& h : options.holdouts)
+    if (h != "workload" && h != "shape") throw UserError("--holdouts '" + h + "': expected workload and/or shape");
   const std::vector<TuningRecord> records = measured_records(db_path);
   const std::vector<MeasuredSchedule> schedules = measured_schedules(records);
   if (schedules.empty())
@@ -122,13 +144,19 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
   j["feature_schema"] = kCostFeatureSchema;
   j["xgboost_version"] = xgboost_version();
   j["rounds"] = options.train.rounds;
+  j["objective"] = options.train.objective;
+  j["prior"] = options.prior;
+  j["unsized_copies"] = options.train.unsized_copies;
+  j["depth"] = options.train.max_depth;
+  j["eta"] = options.train.eta;
   j["guided_batch"] = options.guided_batch;
   j["guided_explore"] = options.guided_explore;
   j["within"] = options.within;
   j["summary"] = summarize_eval(groups);
   for (const GroupEval& g : groups)
     j["groups"].push_back({{"holdout", g.holdout}, {"fold", g.fold}, {"kind", g.kind}, {"group", g.group},
-                           {"schedules", g.schedules}, {"learned_top1", g.learned_top1},
+                           {"schedules", g.schedules}, {"learned_pick", g.learned_pick}, {"best", g.best},
+                           {"learned_top1", g.learned_top1},
                            {"learned_top8", g.learned_top8}, {"analytic_top1", g.analytic_top1},
                            {"analytic_top8", g.analytic_top8}, {"guided", g.guided},
                            {"guided_static", g.guided_static}, {"analytic_order", g.analytic_order},

@@ -15,7 +15,12 @@ namespace fusekit {
 
 // Bumped whenever a feature is added, removed or computed differently: a
 // saved model of another schema is refused (retrain it).
-constexpr int kCostFeatureSchema = 1;
+constexpr int kCostFeatureSchema = 2;
+
+// The candidate's config with every parameter it lacks that its template's
+// space gives an absent value (a record written before the parameter was
+// added): "threads=256" of an old Halide row record is "lanes=0 threads=256 vec=1".
+Config complete_config(const Candidate& candidate, size_t bytes_per_element, const ArchLimits& arch);
 
 // The names of the features, in order (the saved model lists them).
 const std::vector<std::string>& cost_feature_names();

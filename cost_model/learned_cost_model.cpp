@@ -2,8 +2,10 @@
 
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -15,6 +17,8 @@ namespace {
 
 constexpr const char* kFormat = "fusekit-cost-model";
 
+bool is_ranking(const CostTrainOptions& o) { return o.objective == "pairwise" || o.objective == "ndcg"; }
+
 void check(int rc, const char* what) {
   if (rc != 0) throw InternalError(std::string("xgboost ") + what + ": " + XGBGetLastError());
 }
@@ -23,7 +27,7 @@ void check(int rc, const char* what) {
 struct Matrix {
   DMatrixHandle h = nullptr;
   Matrix(const std::vector<std::vector<float>>& rows, const std::vector<float>* labels) {
-    const size_t cols = cost_feature_names().size();
+    const size_t cols = model_feature_names().size();
     std::vector<float> flat;
     flat.reserve(rows.size() * cols);
     for (const auto& r : rows) {
@@ -40,7 +44,7 @@ struct Matrix {
 // (a leaf of a single time still counts: min_child_weight 1).
 void set_params(BoosterHandle b, const CostTrainOptions& o, bool update) {
   const std::pair<std::string, std::string> params[] = {
-      {"objective", "reg:squarederror"},
+      {"objective", is_ranking(o) ? "rank:" + o.objective : "reg:squarederror"},
       {"tree_method", "hist"},
       {"max_depth", std::to_string(update ? o.update_depth : o.max_depth)},
       {"eta", std::to_string(update ? 0.3 : o.eta)},
@@ -53,17 +57,77 @@ void set_params(BoosterHandle b, const CostTrainOptions& o, bool update) {
   for (const auto& [k, v] : params) check(XGBoosterSetParam(b, k.c_str(), v.c_str()), "parameter");
 }
 
-// The samples as a training matrix.
-std::unique_ptr<Matrix> training_matrix(const std::vector<CostSample>& samples) {
+// Graded relevance for a ranking objective: how far below its group's
+// best target a sample is, in steps (higher is faster).
+std::vector<float> relevance(const std::vector<CostSample>& samples, const std::vector<size_t>& order,
+                             const CostTrainOptions& o) {
+  std::map<uint32_t, float> best;
+  for (const auto& s : samples) {
+    auto [it, fresh] = best.emplace(s.group, s.target);
+    if (!fresh) it->second = std::min(it->second, s.target);
+  }
+  std::vector<float> out;
+  for (size_t i : order) {
+    const double steps = std::floor((samples[i].target - best.at(samples[i].group)) / o.rank_step);
+    out.push_back(static_cast<float>(std::max(0.0, o.rank_levels - steps)));
+  }
+  return out;
+}
+
+// Each sample's target over its group's best (log of the slowdown).
+std::vector<float> over_group_best(const std::vector<CostSample>& samples, const std::vector<size_t>& order) {
+  std::map<uint32_t, float> best;
+  for (const auto& s : samples) {
+    auto [it, fresh] = best.emplace(s.group, s.target);
+    if (!fresh) it->second = std::min(it->second, s.target);
+  }
+  std::vector<float> out;
+  for (size_t i : order) out.push_back(samples[i].target - best.at(samples[i].group));
+  return out;
+}
+
+// The samples, then each again with the prior's size and row-length
+// features missing, as they are at a size no other op was timed at.
+std::vector<CostSample> with_unsized_copies(const std::vector<CostSample>& samples) {
+  const auto& names = model_feature_names();
+  std::vector<size_t> masked;
+  for (const char* n : {"prior_size", "prior_size_groups", "prior_cols", "prior_cols_groups"})
+    masked.push_back(std::find(names.begin(), names.end(), n) - names.begin());
+  std::vector<CostSample> out = samples;
+  for (const CostSample& s : samples) {
+    CostSample copy = s;
+    for (size_t i = 0; i < masked.size(); ++i)
+      copy.features.at(masked[i]) = i % 2 == 0 ? std::nanf("") : 0.0f;  // no mean, no groups
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+// The samples as a training matrix; for a ranking objective sorted by
+// group, with the group sizes and one weight per group (XGBoost's rule).
+std::unique_ptr<Matrix> training_matrix(const std::vector<CostSample>& samples, const CostTrainOptions& o) {
+  const bool ranking = is_ranking(o);
+  std::vector<size_t> order(samples.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (ranking)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return samples[a].group < samples[b].group; });
   std::vector<std::vector<float>> rows;
   std::vector<float> labels, weights;
-  for (const auto& s : samples) {
+  std::vector<unsigned> sizes;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const CostSample& s = samples[order[k]];
     rows.push_back(s.features);
     labels.push_back(s.target);
-    weights.push_back(s.weight);
+    const bool first = k == 0 || samples[order[k - 1]].group != s.group;
+    if (!ranking) weights.push_back(s.weight);
+    else if (first) sizes.push_back(1), weights.push_back(s.weight);
+    else ++sizes.back();
   }
+  if (ranking) labels = relevance(samples, order, o);
+  if (o.objective == "relative") labels = over_group_best(samples, order);
   auto m = std::make_unique<Matrix>(rows, &labels);
   check(XGDMatrixSetFloatInfo(m->h, "weight", weights.data(), weights.size()), "weights");
+  if (ranking) check(XGDMatrixSetUIntInfo(m->h, "group", sizes.data(), sizes.size()), "groups");
   return m;
 }
 
@@ -100,19 +164,41 @@ std::string xgboost_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-LearnedCostModel::LearnedCostModel(void* booster, CostModelInfo info, CostTrainOptions options)
-    : booster_(booster), info_(std::move(info)), options_(options), arch_(require_arch("sm_90")) {}
+const std::vector<std::string>& model_feature_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = cost_feature_names();
+    for (const auto& p : SchedulePrior::feature_names()) n.push_back(p);
+    return n;
+  }();
+  return names;
+}
+
+LearnedCostModel::LearnedCostModel(void* booster, CostModelInfo info, CostTrainOptions options, SchedulePrior prior)
+    : booster_(booster),
+      info_(std::move(info)),
+      options_(std::move(options)),
+      arch_(require_arch("sm_90")),
+      prior_(std::move(prior)) {}
+
+std::vector<float> LearnedCostModel::features(const Problem& problem, size_t bytes_per_element,
+                                              const Candidate& candidate) const {
+  std::vector<float> f = cost_features(problem, bytes_per_element, candidate, arch_);
+  const std::vector<float> p = prior_.features(schedule_keys(problem, bytes_per_element, candidate, arch_));
+  f.insert(f.end(), p.begin(), p.end());
+  return f;
+}
 
 LearnedCostModel::~LearnedCostModel() { XGBoosterFree(booster_); }
 
 std::unique_ptr<LearnedCostModel> LearnedCostModel::train(const std::vector<CostSample>& samples, CostModelInfo info,
-                                                          const CostTrainOptions& options) {
+                                                          const CostTrainOptions& options, SchedulePrior prior) {
   if (samples.empty())
     throw UserError("no measured records to train a cost model on; tune on a GPU or `fusekit db import` records first");
-  const std::unique_ptr<Matrix> m = training_matrix(samples);
+  const std::unique_ptr<Matrix> m = training_matrix(options.unsized_copies ? with_unsized_copies(samples) : samples,
+                                                    options);
   BoosterHandle b = nullptr;
   check(XGBoosterCreate(&m->h, 1, &b), "create");
-  std::unique_ptr<LearnedCostModel> model(new LearnedCostModel(b, std::move(info), options));
+  std::unique_ptr<LearnedCostModel> model(new LearnedCostModel(b, std::move(info), options, std::move(prior)));
   set_params(b, options, false);
   boost(b, *m, options.rounds);
   model->info_.feature_schema = kCostFeatureSchema;
@@ -123,9 +209,10 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::train(const std::vector<Cost
 
 std::unique_ptr<LearnedCostModel> LearnedCostModel::clone() const {
   std::unique_ptr<LearnedCostModel> copy(
-      new LearnedCostModel(booster_from(buffer_of(booster_, "ubj")), info_, options_));
+      new LearnedCostModel(booster_from(buffer_of(booster_, "ubj")), info_, options_, prior_));
   copy->arch_ = arch_;
   copy->seen_ = seen_;
+  copy->seen_problems_ = seen_problems_;
   return copy;
 }
 
@@ -141,14 +228,17 @@ std::vector<float> LearnedCostModel::predict_rows(const std::vector<std::vector<
   bst_ulong len = 0;
   const float* out = nullptr;
   check(XGBoosterPredict(booster_, m.h, 0, 0, 0, &len, &out), "predict");
-  return {out, out + len};
+  std::vector<float> v(out, out + len);
+  if (is_ranking(options_))  // a score, higher is faster
+    for (float& x : v) x = -x;
+  return v;
 }
 
 std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t bytes_per_element,
                                               const std::vector<Candidate>& batch) const {
   if (!knows_arch()) return make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
   std::vector<std::vector<float>> rows;
-  for (const auto& c : batch) rows.push_back(cost_features(problem, bytes_per_element, c, arch_));
+  for (const auto& c : batch) rows.push_back(features(problem, bytes_per_element, c));
   const std::vector<float> logs = predict_rows(rows);
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);
   std::vector<double> out;
@@ -162,19 +252,28 @@ void LearnedCostModel::update(const Problem& problem, size_t bytes_per_element, 
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);
   for (size_t i = 0; i < batch.size() && i < measured_us.size(); ++i)
     if (measured_us[i] > 0)
-      seen_.push_back({cost_features(problem, bytes_per_element, batch[i], arch_),
-                       static_cast<float>(std::log(measured_us[i] / floor_us))});
+      seen_.push_back({features(problem, bytes_per_element, batch[i]),
+                       static_cast<float>(std::log(measured_us[i] / floor_us)), 1.0f, problem_group(problem)});
   if (seen_.empty()) return;
   set_params(booster_, options_, true);
-  boost(booster_, *training_matrix(seen_), options_.update_rounds);
+  boost(booster_, *training_matrix(seen_, options_), options_.update_rounds);
+}
+
+uint32_t LearnedCostModel::problem_group(const Problem& problem) {
+  std::string key;
+  for (int64_t d : problem.domain) key += std::to_string(d) + "x";
+  return seen_problems_.emplace(key, static_cast<uint32_t>(seen_problems_.size())).first->second;
 }
 
 void LearnedCostModel::save(const std::string& path) const {
   nlohmann::json j;
   j["format"] = kFormat;
   j["feature_schema"] = info_.feature_schema;
-  j["features"] = cost_feature_names();
-  j["target"] = "log(median_us / (2 + bytes_moved / dram_bandwidth))";
+  j["features"] = model_feature_names();
+  j["objective"] = options_.objective;
+  j["target"] = is_ranking(options_) ? "rank:" + options_.objective + " score within op, dtype, shape, backend (higher is faster)"
+                : options_.objective == "relative" ? "log(median_us / the group's best median_us)"
+                                                   : "log(median_us / (2 + bytes_moved / dram_bandwidth))";
   j["xgboost_version"] = info_.xgboost_version;
   j["training_records"] = info_.training_records;
   j["training_samples"] = info_.training_samples;
@@ -182,6 +281,7 @@ void LearnedCostModel::save(const std::string& path) const {
   j["source"] = info_.source;
   j["fusekit_version"] = info_.fusekit_version;
   j["trained_at"] = info_.trained_at;
+  j["prior"] = prior_.to_json();
   j["booster"] = nlohmann::json::parse(buffer_of(booster_, "json"));
   const std::string tmp = path + ".tmp";
   {
@@ -228,7 +328,16 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::load(const std::string& path
   } catch (const InternalError& e) {
     throw UserError("cost model '" + path + "' holds no readable booster (" + e.what() + "); retrain it");
   }
-  return std::unique_ptr<LearnedCostModel>(new LearnedCostModel(b, std::move(info), CostTrainOptions{}));
+  CostTrainOptions options;
+  options.objective = j.value("objective", "time");
+  SchedulePrior prior;
+  try {
+    prior = SchedulePrior::from_json(j.value("prior", nlohmann::json::object()));
+  } catch (const UserError& e) {
+    XGBoosterFree(b);
+    throw UserError("cost model '" + path + "': " + e.what());
+  }
+  return std::unique_ptr<LearnedCostModel>(new LearnedCostModel(b, std::move(info), options, std::move(prior)));
 }
 
 }  // namespace fusekit

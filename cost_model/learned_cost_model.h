@@ -1,24 +1,35 @@
 // The learned cost model: gradient-boosted trees (XGBoost's C API) over
-// cost_features, fit to log(measured time / roofline_us), so one model
-// covers every size and ranks within a workload by predicted time. It is
-// saved as one JSON file: the booster and its provenance (feature schema,
-// XGBoost version, training records, archs). For an arch the training data
-// has no record of, predictions are the analytic model's (the prior).
+// cost_features and a SchedulePrior's features, fit by default to the log
+// of a schedule's time over its workload's best (CostTrainOptions), so it
+// ranks within a workload; predict() gives roofline_us times the predicted
+// slowdown, an estimate stored as "modeled", never a measurement. It is
+// saved as one JSON file: the booster, the schedule prior and the
+// provenance (feature schema, objective, XGBoost version, training records,
+// archs). For an arch the training data has no record of, predictions are
+// the analytic model's.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cost_model/schedule_prior.h"
 #include "search/interfaces.h"
 
 namespace fusekit {
 
-// One training row: features and log(us / roofline_us).
+// A model's input row: cost_features, then the prior's features.
+const std::vector<std::string>& model_feature_names();
+
+// One training row: the model's features, log(us / roofline_us) and the
+// group of schedules it competes with (the relative and ranking objectives
+// read it).
 struct CostSample {
   std::vector<float> features;
   float target = 0;
   float weight = 1;
+  uint32_t group = 0;  // schedules that compete (one op, dtype, shape, backend, arch)
 };
 
 // Where a model came from (saved beside the booster).
@@ -42,6 +53,19 @@ struct CostTrainOptions {
   // Trees added per update() (on everything updates have seen) and their depth.
   int update_rounds = 2;
   int update_depth = 3;
+  // "relative" (the default): squared error on log(us / the group's best
+  // us), so the trees spend themselves on what differs within a workload
+  // and the same schedule's slowdown carries across ops; "time": on
+  // log(us / roofline_us); "pairwise" / "ndcg": XGBoost's rank:pairwise /
+  // rank:ndcg within each group, the relevance being the group's best
+  // target minus the sample's in steps of rank_step (0 past rank_levels).
+  std::string objective = "relative";
+  // Train on each sample twice, the second time without the prior's size
+  // and row-length features, as at a size no other op was timed at (off:
+  // on the H200 records it helps sizes never seen and costs ops never seen).
+  bool unsized_copies = false;
+  double rank_step = 0.02;
+  int rank_levels = 40;
 };
 
 // "1.7.4": the linked XGBoost's version.
@@ -53,9 +77,10 @@ class LearnedCostModel final : public CostModel {
   LearnedCostModel(const LearnedCostModel&) = delete;
   LearnedCostModel& operator=(const LearnedCostModel&) = delete;
 
-  // Throws UserError when there are no samples.
+  // Throws UserError when there are no samples. `prior` is what the
+  // samples' prior features came from; predict() reads it the same way.
   static std::unique_ptr<LearnedCostModel> train(const std::vector<CostSample>& samples, CostModelInfo info,
-                                                 const CostTrainOptions& options = {});
+                                                 const CostTrainOptions& options = {}, SchedulePrior prior = {});
   // Throws UserError naming the path when the file is missing, not a
   // fusekit cost model or of another feature schema (retrain it).
   static std::unique_ptr<LearnedCostModel> load(const std::string& path);
@@ -69,7 +94,10 @@ class LearnedCostModel final : public CostModel {
   bool knows_arch() const;
   const CostModelInfo& info() const { return info_; }
 
-  // Predicted log(us / roofline_us) per feature row.
+  // The model's feature row of one candidate (cost_features and the prior's).
+  std::vector<float> features(const Problem& problem, size_t bytes_per_element, const Candidate& candidate) const;
+  // Per feature row, the predicted log(us / roofline_us) on the
+  // objective's scale (relative: the log slowdown; ranking: minus the score).
   std::vector<float> predict_rows(const std::vector<std::vector<float>>& rows) const;
   std::vector<double> predict(const Problem& problem, size_t bytes_per_element,
                               const std::vector<Candidate>& batch) const override;
@@ -79,12 +107,17 @@ class LearnedCostModel final : public CostModel {
               const std::vector<double>& measured_us) override;
 
  private:
-  LearnedCostModel(void* booster, CostModelInfo info, CostTrainOptions options);
+  LearnedCostModel(void* booster, CostModelInfo info, CostTrainOptions options, SchedulePrior prior);
   void* booster_;
   CostModelInfo info_;
   CostTrainOptions options_;
   ArchLimits arch_;
+  SchedulePrior prior_;
+  // The group of a problem's samples among those updates have seen.
+  uint32_t problem_group(const Problem& problem);
+
   std::vector<CostSample> seen_;
+  std::map<std::string, uint32_t> seen_problems_;
 };
 
 }  // namespace fusekit

@@ -101,14 +101,30 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
                                          const ModelEvalOptions& options,
                                          const std::function<void(const std::string&)>& progress) {
   ProblemCache problems;
+  // Every sample under an empty prior (NaN prior features), and its keys:
+  // each fold fills the prior's features from its own training schedules.
+  const SchedulePrior none;
+  const size_t base = cost_feature_names().size();
   std::vector<CostSample> samples;
-  for (const auto& s : schedules) samples.push_back(cost_sample(problems, s));
+  std::vector<ScheduleKeys> keys;
+  for (const auto& s : schedules) {
+    samples.push_back(cost_sample(problems, s, none));
+    keys.push_back(schedule_keys(problems, s));
+  }
+  assign_groups(schedules, &samples);
+  auto with_prior = [&](size_t i, const SchedulePrior& prior, const std::string& own) {
+    std::vector<float> f(samples[i].features.begin(), samples[i].features.begin() + base);
+    const std::vector<float> p = prior.features(keys[i], own);
+    f.insert(f.end(), p.begin(), p.end());
+    return f;
+  };
   if (options.fast_weight >= 0) weigh_samples(schedules, options.fast_weight, &samples);
   std::vector<GroupEval> out;
   const std::pair<const char*, std::function<std::string(const MeasuredSchedule&)>> holdouts[] = {
       {"workload", [](const MeasuredSchedule& s) { return s.pattern; }},
       {"shape", [](const MeasuredSchedule& s) { return s.bucket; }}};
   for (const auto& [holdout, fold_of] : holdouts) {
+    if (std::find(options.holdouts.begin(), options.holdouts.end(), holdout) == options.holdouts.end()) continue;
     std::set<std::string> folds;
     for (const auto& s : schedules) folds.insert(fold_of(s));
     for (const std::string& fold : folds) {
@@ -116,18 +132,26 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
       CostModelInfo info;
       std::set<std::string> archs;
       std::map<std::string, std::vector<size_t>> groups;
+      std::vector<MeasuredSchedule> train_schedules;
+      std::vector<size_t> train_index;
       for (size_t i = 0; i < schedules.size(); ++i) {
         if (fold_of(schedules[i]) == fold) {
           groups[schedules[i].group()].push_back(i);
           continue;
         }
-        train.push_back(samples[i]);
+        train_schedules.push_back(schedules[i]);
+        train_index.push_back(i);
         archs.insert(schedules[i].arch);
+      }
+      const SchedulePrior prior = options.prior ? schedule_prior(train_schedules, problems) : SchedulePrior{};
+      for (size_t i : train_index) {
+        train.push_back(samples[i]);
+        train.back().features = with_prior(i, prior, schedules[i].group());
       }
       if (train.empty()) continue;
       info.archs.assign(archs.begin(), archs.end());
       info.training_samples = train.size();
-      auto model = LearnedCostModel::train(train, info, options.train);
+      auto model = LearnedCostModel::train(train, info, options.train, prior);
       for (const auto& [name, idx] : groups) {
         if (idx.size() < 2) continue;
         std::vector<MeasuredSchedule> group;
@@ -136,7 +160,7 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
         std::vector<Candidate> cands;
         for (size_t i : idx) {
           group.push_back(schedules[i]);
-          rows.push_back(samples[i].features);
+          rows.push_back(with_prior(i, prior, ""));
           us.push_back(schedules[i].us);
           cands.push_back(candidate_of(schedules[i]));
         }
@@ -154,6 +178,8 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
         g.group = name;
         g.schedules = idx.size();
         g.learned_top1 = top_k_regret(learned, us, 1);
+        g.learned_pick = group[std::min_element(learned.begin(), learned.end()) - learned.begin()].params;
+        g.best = group[std::min_element(us.begin(), us.end()) - us.begin()].params;
         g.learned_top8 = top_k_regret(learned, us, 8);
         g.analytic_top1 = top_k_regret(analytic, us, 1);
         g.analytic_top8 = top_k_regret(analytic, us, 8);

@@ -22,6 +22,8 @@ struct ModelEvalOptions {
   double within = 0.03;     // "found": within this much of the best measured
   uint64_t seed = 1;
   double fast_weight = -1;  // >= 0: weigh_samples with it; < 0: every sample alike
+  std::vector<std::string> holdouts = {"workload", "shape"};
+  bool prior = true;  // false: the schedule prior's features are all missing
 };
 
 // One held-out group: the schedules of one op, dtype, shape, backend, arch.
@@ -31,6 +33,7 @@ struct GroupEval {
   std::string kind;         // "pointwise f32 nvrtc"
   std::string group;
   size_t schedules = 0;
+  std::string learned_pick, best;  // the learned model's top-1 schedule, and the fastest measured
   double learned_top1 = 0, learned_top8 = 0, analytic_top1 = 0, analytic_top8 = 0;  // regrets
   // Timed candidates until one is within `within` of the best: the guided
   // search (model updated between batches), the same without updates, the

@@ -35,9 +35,15 @@ std::vector<MeasuredSchedule> measured_schedules(const std::vector<TuningRecord>
     const FusionCandidate* op = catalog_op(r.pattern);
     const auto arch = parse_arch(r.arch);
     if (!op || !parse_dtype(r.dtype) || !arch || !find_arch_limits(*arch) || !parse_shape_text(r.shape)) continue;
-    MeasuredSchedule s{r.pattern, r.dtype, r.shape, r.shape_bucket, r.backend, r.arch, r.params,
+    // One schedule under its full spelling: a record written before a
+    // parameter was added is the same kernel configuration as one that
+    // spells the parameter's absent value.
+    const Candidate full{parse_backend(r.backend),
+                         complete_config({parse_backend(r.backend), Config::parse(r.params)},
+                                         dtype_bytes(*parse_dtype(r.dtype)), *find_arch_limits(*arch))};
+    MeasuredSchedule s{r.pattern, r.dtype, r.shape, r.shape_bucket, r.backend, r.arch, full.config.to_string(),
                        r.median_us, r.p20_us, r.p80_us, op->reduces()};
-    auto [it, fresh] = fastest.emplace(s.group() + " " + r.params, s);
+    auto [it, fresh] = fastest.emplace(s.group() + " " + s.params, s);
     if (!fresh && r.median_us < it->second.us) it->second = s;
   }
   std::vector<MeasuredSchedule> out;
@@ -72,11 +78,35 @@ Candidate candidate_of(const MeasuredSchedule& s) { return {parse_backend(s.back
 
 const ArchLimits& arch_of(const MeasuredSchedule& s) { return *find_arch_limits(*parse_arch(s.arch)); }
 
-CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s) {
+ScheduleKeys schedule_keys(ProblemCache& problems, const MeasuredSchedule& s) {
+  return schedule_keys(problems.problem(s), problems.bytes_per_element(s), candidate_of(s), arch_of(s));
+}
+
+SchedulePrior schedule_prior(const std::vector<MeasuredSchedule>& schedules, ProblemCache& problems) {
+  std::map<std::string, double> best;
+  for (const auto& s : schedules) {
+    auto [it, fresh] = best.emplace(s.group(), s.us);
+    if (!fresh) it->second = std::min(it->second, s.us);
+  }
+  SchedulePrior prior;
+  for (const auto& s : schedules) prior.add(s.group(), schedule_keys(problems, s), std::log(s.us / best.at(s.group())));
+  return prior;
+}
+
+CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s, const SchedulePrior& prior) {
   const Problem& p = problems.problem(s);
   const size_t bpe = problems.bytes_per_element(s);
   const ArchLimits& arch = arch_of(s);
-  return {cost_features(p, bpe, candidate_of(s), arch), static_cast<float>(std::log(s.us / roofline_us(p, bpe, arch)))};
+  std::vector<float> f = cost_features(p, bpe, candidate_of(s), arch);
+  const std::vector<float> pf = prior.features(schedule_keys(problems, s), s.group());
+  f.insert(f.end(), pf.begin(), pf.end());
+  return {std::move(f), static_cast<float>(std::log(s.us / roofline_us(p, bpe, arch)))};
+}
+
+void assign_groups(const std::vector<MeasuredSchedule>& schedules, std::vector<CostSample>* samples) {
+  std::map<std::string, uint32_t> ids;
+  for (size_t i = 0; i < schedules.size(); ++i)
+    (*samples)[i].group = ids.emplace(schedules[i].group(), static_cast<uint32_t>(ids.size())).first->second;
 }
 
 void weigh_samples(const std::vector<MeasuredSchedule>& schedules, double fast_weight, std::vector<CostSample>* samples) {

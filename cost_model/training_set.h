@@ -23,7 +23,8 @@ struct MeasuredSchedule {
 };
 
 // Verified records of catalog ops at a shape on a known arch, one per
-// schedule and shape (the fastest); others are skipped.
+// schedule and shape (the fastest, a schedule spelled in full:
+// complete_config); others are skipped.
 std::vector<MeasuredSchedule> measured_schedules(const std::vector<TuningRecord>& records);
 
 // Problems of catalog ops, built once per op and dtype.
@@ -42,7 +43,17 @@ class ProblemCache {
 
 Candidate candidate_of(const MeasuredSchedule& s);
 const ArchLimits& arch_of(const MeasuredSchedule& s);
-CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s);
+ScheduleKeys schedule_keys(ProblemCache& problems, const MeasuredSchedule& s);
+
+// The prior of `schedules`: each one's log time over its group's best.
+SchedulePrior schedule_prior(const std::vector<MeasuredSchedule>& schedules, ProblemCache& problems);
+
+// `s` as a training sample: cost_features, then `prior`'s features with
+// `s`'s own group left out; the target log(us / roofline_us).
+CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s, const SchedulePrior& prior);
+
+// Numbers `samples[i]` (of `schedules[i]`) by the group it competes in.
+void assign_groups(const std::vector<MeasuredSchedule>& schedules, std::vector<CostSample>* samples);
 
 // Weights `samples[i]` (of `schedules[i]`) so that every group counts alike
 // (a group of n schedules weighs 1/n each, times the mean group size), and

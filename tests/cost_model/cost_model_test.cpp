@@ -16,6 +16,7 @@
 #include "cost_model/features.h"
 #include "cost_model/learned_cost_model.h"
 #include "cost_model/model_eval.h"
+#include "cost_model/schedule_prior.h"
 #include "cost_model/training_set.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
@@ -31,6 +32,14 @@ double feature(const std::vector<float>& f, const std::string& name) {
   const size_t at = std::find(names.begin(), names.end(), name) - names.begin();
   EXPECT_LT(at, names.size()) << name;
   return at < f.size() ? f[at] : NAN;
+}
+
+// Equal, NaN (a missing feature) matching NaN.
+bool same_values(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
 }
 
 Problem problem_of(const std::string& op, DType dt, std::vector<int64_t> domain) {
@@ -73,6 +82,99 @@ TEST(CostFeatures, DescribeARowSchedule) {
   EXPECT_EQ(feature(f, "elem_bytes"), 2);
 }
 
+TEST(CostFeatures, EstimateWhatAThreadHoldsAndTheResidencyItAllows) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Problem p = problem_of("relu_add", DType::kF32, {65536});
+  const Candidate c{Backend::kNvrtc, Config::parse("ept=2 fast=1 grid=0 threads=256 vec=4")};
+  const auto f = cost_features(p, 4, c, h200);
+  EXPECT_EQ(feature(f, "elems_per_thread"), 8);   // vec 4 x ept 2
+  EXPECT_EQ(feature(f, "est_registers"), 40);     // 16 + 8 x (2 inputs x 4 bytes / 4 + 1)
+  EXPECT_EQ(feature(f, "reg_blocks_per_sm"), 6);  // 65536 registers / (40 x 256 threads)
+  EXPECT_FLOAT_EQ(feature(f, "reg_occupancy"), 0.75f);
+  EXPECT_FLOAT_EQ(feature(f, "log2_reg_waves"), std::log2(32.0f / (132 * 6)));  // 32 blocks of 2048
+  EXPECT_FLOAT_EQ(feature(f, "log2_bytes_over_l2"), std::log2(786432.0f / static_cast<float>(h200.l2_bytes)));
+  EXPECT_EQ(feature(f, "misaligned_vec"), 0);
+  EXPECT_TRUE(std::isnan(feature(f, "log2_rows_per_sm"))) << "pointwise has no rows";
+  const auto odd = cost_features(problem_of("relu_add", DType::kF32, {65537}), 4, c, h200);
+  EXPECT_EQ(feature(odd, "misaligned_vec"), 1) << "65537 elements in vectors of 4";
+}
+
+TEST(CostFeatures, ReadAnOldRecordsMissingParametersAsTheirAbsentValues) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Candidate old{Backend::kHalide, Config::parse("threads=256")};
+  EXPECT_EQ(complete_config(old, 4, h200).to_string(), "lanes=0 threads=256 vec=1");
+  const Problem p = problem_of("softmax", DType::kF32, {1024, 64});
+  EXPECT_TRUE(same_values(cost_features(p, 4, old, h200),
+                          cost_features(p, 4, {Backend::kHalide, Config::parse("lanes=0 threads=256 vec=1")}, h200)));
+}
+
+TEST(SchedulePrior, AveragesOtherGroupsOfTheSameScheduleAtEachLevel) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Candidate c{Backend::kNvrtc, Config::parse("cache=2 fast=1 keep=1 rows=2 split=1 threads=128 vec=4")};
+  const ScheduleKeys at_4096 = schedule_keys(problem_of("softmax", DType::kF32, {1024, 4096}), 4, c, h200);
+  const ScheduleKeys rows_of_2048 = schedule_keys(problem_of("softmax", DType::kF32, {2048, 4096}), 4, c, h200);
+  const ScheduleKeys other_rows = schedule_keys(problem_of("softmax", DType::kF32, {1024, 64}), 4, c, h200);
+  EXPECT_EQ(at_4096.any, other_rows.any);
+  EXPECT_EQ(at_4096.cols, other_rows.cols) << "the same row length";
+  EXPECT_NE(at_4096.size, other_rows.size);
+  SchedulePrior prior;
+  prior.add("softmax 4096x1024", at_4096, 0.1);
+  prior.add("layernorm 4096x1024", at_4096, 0.3);
+  prior.add("softmax 64x1024", other_rows, 0.5);
+  // size, size groups, cols, cols groups, any, any groups
+  auto expect = [](const std::vector<float>& f, const std::vector<float>& want) {
+    ASSERT_EQ(f.size(), want.size());
+    for (size_t i = 0; i < f.size(); ++i)
+      if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(f[i])) << i;
+      else EXPECT_NEAR(f[i], want[i], 1e-6) << i;
+  };
+  const float nan = NAN;
+  expect(prior.features(at_4096), {0.2f, 2, 0.3f, 3, 0.3f, 3});
+  expect(prior.features(at_4096, "softmax 4096x1024"), {0.3f, 1, 0.4f, 2, 0.4f, 2});
+  expect(prior.features(rows_of_2048), {nan, 0, nan, 0, 0.3f, 3});
+  const Candidate unseen{Backend::kNvrtc, Config::parse("cache=4 fast=1 keep=1 rows=2 split=1 threads=128 vec=4")};
+  expect(prior.features(schedule_keys(problem_of("softmax", DType::kF32, {1024, 4096}), 4, unseen, h200)),
+         {nan, 0, nan, 0, nan, 0});
+  const SchedulePrior back = SchedulePrior::from_json(prior.to_json());
+  expect(back.features(at_4096, "softmax 4096x1024"), {0.3f, 1, 0.4f, 2, 0.4f, 2});
+  EXPECT_THROW(SchedulePrior::from_json(nlohmann::json::array()), UserError);
+}
+
+TEST(SchedulePrior, PointwiseSchedulesPoolBySizeWithoutARowLength) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Candidate c{Backend::kNvrtc, Config::parse("ept=1 fast=1 grid=0 threads=256 vec=4")};
+  const ScheduleKeys a = schedule_keys(problem_of("relu_add", DType::kF32, {65536}), 4, c, h200);
+  const ScheduleKeys b = schedule_keys(problem_of("silu_mul", DType::kF32, {65536}), 4, c, h200);
+  EXPECT_EQ(a.size, b.size);
+  EXPECT_TRUE(a.cols.empty());
+  EXPECT_NE(a.any, schedule_keys(problem_of("relu_add", DType::kBF16, {65536}), 2, c, h200).any)
+      << "element sizes apart";
+}
+
+TEST(MeasuredSchedules, OneScheduleUnderTwoSpellingsIsOneSampleAtItsFastest) {
+  TuningRecord r;
+  r.pattern = "softmax";
+  r.dtype = "f32";
+  r.shape = "64x1024";
+  r.shape_bucket = "rows<=2^6";
+  r.backend = "halide";
+  r.arch = "sm_90";
+  r.status = RecordStatus::kOk;
+  r.params = "threads=256";
+  r.median_us = 10;
+  TuningRecord spelled = r;
+  spelled.params = "lanes=0 threads=256 vec=1";
+  spelled.median_us = 12;
+  TuningRecord other = r;
+  other.params = "lanes=1 threads=256 vec=4";
+  other.median_us = 8;
+  const auto s = measured_schedules({spelled, r, other});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].params, "lanes=0 threads=256 vec=1");
+  EXPECT_EQ(s[0].us, 10);
+  EXPECT_EQ(s[1].params, "lanes=1 threads=256 vec=4");
+}
+
 struct Split {
   std::vector<MeasuredSchedule> train, held;
 };
@@ -85,15 +187,49 @@ Split held_out_split() {
   return s;
 }
 
-std::unique_ptr<LearnedCostModel> train_on(const std::vector<MeasuredSchedule>& schedules, ProblemCache& problems) {
+std::unique_ptr<LearnedCostModel> train_on(const std::vector<MeasuredSchedule>& schedules, ProblemCache& problems,
+                                           const std::string& objective = "time") {
+  const SchedulePrior prior = schedule_prior(schedules, problems);
   std::vector<CostSample> samples;
-  for (const auto& m : schedules) samples.push_back(cost_sample(problems, m));
+  for (const auto& m : schedules) samples.push_back(cost_sample(problems, m, prior));
+  assign_groups(schedules, &samples);
   CostModelInfo info;
   info.archs = {"sm_90"};
   info.training_records = schedules.size();
   CostTrainOptions o;
   o.rounds = 60;
-  return LearnedCostModel::train(samples, info, o);
+  o.objective = objective;
+  return LearnedCostModel::train(samples, info, o, prior);
+}
+
+std::vector<float> features_of(const LearnedCostModel& model, ProblemCache& problems, const MeasuredSchedule& m) {
+  return model.features(problems.problem(m), problems.bytes_per_element(m), candidate_of(m));
+}
+
+// Over the held-out groups: the share of pairs the model orders as measured,
+// and its summed top-1 regret over a random pick's.
+std::pair<double, double> held_out_ranking(const LearnedCostModel& model, const std::vector<MeasuredSchedule>& held,
+                                           ProblemCache& problems) {
+  std::map<std::string, std::vector<std::pair<double, double>>> groups;  // predicted, measured
+  for (const auto& m : held) groups[m.group()].push_back({model.predict_rows({features_of(model, problems, m)})[0], m.us});
+  EXPECT_EQ(groups.size(), 10u);  // 4 pointwise sizes, 6 row shapes
+  size_t agree = 0, pairs = 0;
+  double pick_regret = 0, random_regret = 0;
+  for (const auto& [name, g] : groups) {
+    double best = 1e300, mean = 0;
+    for (const auto& x : g) best = std::min(best, x.second), mean += x.second;
+    mean /= static_cast<double>(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      for (size_t j = i + 1; j < g.size(); ++j)
+        if (g[i].second != g[j].second) {
+          ++pairs;
+          agree += (g[i].first < g[j].first) == (g[i].second < g[j].second);
+        }
+    const auto pick = std::min_element(g.begin(), g.end());
+    pick_regret += pick->second / best - 1.0;
+    random_regret += mean / best - 1.0;
+  }
+  return {static_cast<double>(agree) / static_cast<double>(pairs), pick_regret / random_regret};
 }
 
 // One model trained on the split's training ops, shared by the tests.
@@ -118,37 +254,24 @@ ProblemCache* LearnedCostModelTest::problems_ = nullptr;
 LearnedCostModel* LearnedCostModelTest::model_ = nullptr;
 
 TEST_F(LearnedCostModelTest, RanksHeldOutOpsBetterThanChance) {
-  const Split& split = *split_;
-  ASSERT_GT(split.train.size(), 300u);
-  ASSERT_GT(split.held.size(), 150u);
-  ProblemCache& problems = *problems_;
-  LearnedCostModel* model = model_;
-  // Per held-out group: pairs the model orders as measured, and the top
-  // pick's regret beside the mean regret of a random pick.
-  std::map<std::string, std::vector<std::pair<double, double>>> groups;  // predicted, measured
-  for (const auto& m : split.held) {
-    const auto p = model->predict_rows({cost_sample(problems, m).features});
-    groups[m.group()].push_back({p[0], m.us});
-  }
-  ASSERT_EQ(groups.size(), 10u);  // 4 pointwise sizes, 6 row shapes
-  size_t agree = 0, pairs = 0;
-  double pick_regret = 0, random_regret = 0;
-  for (const auto& [name, g] : groups) {
-    double best = 1e300, mean = 0;
-    for (const auto& x : g) best = std::min(best, x.second), mean += x.second;
-    mean /= static_cast<double>(g.size());
-    for (size_t i = 0; i < g.size(); ++i)
-      for (size_t j = i + 1; j < g.size(); ++j)
-        if (g[i].second != g[j].second) {
-          ++pairs;
-          agree += (g[i].first < g[j].first) == (g[i].second < g[j].second);
-        }
-    const auto pick = std::min_element(g.begin(), g.end());
-    pick_regret += pick->second / best - 1.0;
-    random_regret += mean / best - 1.0;
-  }
-  EXPECT_GT(static_cast<double>(agree) / static_cast<double>(pairs), 0.65) << "pairs ordered as measured";
-  EXPECT_LT(pick_regret, 0.5 * random_regret) << "summed top-1 regret against a random pick's";
+  ASSERT_GT(split_->train.size(), 300u);
+  ASSERT_GT(split_->held.size(), 150u);
+  const auto [agree, regret] = held_out_ranking(*model_, split_->held, *problems_);
+  EXPECT_GT(agree, 0.65) << "pairs ordered as measured";
+  EXPECT_LT(regret, 0.5) << "summed top-1 regret against a random pick's";
+}
+
+TEST_F(LearnedCostModelTest, APairwiseObjectiveRanksHeldOutOpsAndKeepsItsObjective) {
+  auto pairwise = train_on(split_->train, *problems_, "pairwise");
+  const auto [agree, regret] = held_out_ranking(*pairwise, split_->held, *problems_);
+  EXPECT_GT(agree, 0.65) << "pairs ordered as measured";
+  EXPECT_LT(regret, 0.5) << "summed top-1 regret against a random pick's";
+  const std::string path = testing::TempDir() + "/cost_model_pairwise.json";
+  pairwise->save(path);
+  const auto loaded = LearnedCostModel::load(path);
+  const std::vector<float> row = features_of(*pairwise, *problems_, split_->held[0]);
+  EXPECT_EQ(loaded->predict_rows({row}), pairwise->predict_rows({row})) << "the score's sign comes from the objective";
+  std::filesystem::remove(path);
 }
 
 TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
@@ -164,7 +287,10 @@ TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
   EXPECT_EQ(loaded->info().training_samples, split.train.size());
   EXPECT_EQ(loaded->info().archs, std::vector<std::string>{"sm_90"});
   std::vector<std::vector<float>> rows;
-  for (size_t i = 0; i < split.held.size(); i += 7) rows.push_back(cost_sample(problems, split.held[i]).features);
+  for (size_t i = 0; i < split.held.size(); i += 7) {
+    rows.push_back(features_of(*model, problems, split.held[i]));
+    EXPECT_TRUE(same_values(features_of(*loaded, problems, split.held[i]), rows.back())) << "the prior came back";
+  }
   EXPECT_EQ(loaded->predict_rows(rows), model->predict_rows(rows));
   std::filesystem::remove(path);
 }
