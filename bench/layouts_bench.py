@@ -15,7 +15,6 @@ each call the same (the tensors of the largest op fit in L2 only partly); the
 same protocol for eager and for torch.compile (static shapes, default mode).
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -23,6 +22,9 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (its ctypes binding of fusekit_launch)
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 # Tolerances as fusekit verifies (search/host_tensor.cpp), widened for the
@@ -54,30 +56,6 @@ OPS = [
     ("softmax_dim1", softmax1, [32, 128, 784], [[32, 128, 784]], 128),
     ("transpose_bias_gelu", tbg, [4096, 1024], [[1024, 4096], [1024]], 1),
 ]
-
-
-class Package:
-    def __init__(self, path):
-        self.lib = ctypes.CDLL(os.path.join(path, "lib", "libfusekit_kernels.so"))
-        f = self.lib.fusekit_launch
-        f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
-                      ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
-                      ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_void_p]
-        self.lib.fusekit_last_error.restype = ctypes.c_char_p
-
-    def caller(self, op, dtype, inputs, outs, domain):
-        ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
-        out_ptrs = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])
-        dom = (ctypes.c_int64 * len(domain))(*domain)
-        prm = (ctypes.c_float * 1)(0.0)
-        head = (op.encode(), dtype.encode(), ins, len(inputs), out_ptrs, len(outs), prm, 0, dom, len(domain))
-        lib = self.lib
-
-        def call():
-            if lib.fusekit_launch(*head, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)):
-                raise RuntimeError("fusekit_launch(%s, %s): %s" % (op, dtype, lib.fusekit_last_error().decode()))
-        return call
 
 
 def median_us(fn, iters):
@@ -125,13 +103,13 @@ def main():
             print("%s: no package at %s" % (op, path), file=sys.stderr)
             failed += 1
             continue
-        pkg = Package(path)
+        pkg = peers.Fusekit(path)
         for dt in args.dtypes.split(","):
             dtype = DTYPES[dt]
             inputs = [(torch.rand(s, device="cuda") * 6 - 3).to(dtype) for s in shapes]
             want = fn(*[t.float() for t in inputs])
             outs = [torch.empty(w.shape, device="cuda", dtype=dtype) for w in want]
-            call = pkg.caller(op, dt, inputs, outs, domain)
+            call = pkg.caller(op, dt, inputs, outs, [], domain, follow_stream=True)
             row = {"op": op, "dtype": dt, "shape": "x".join(map(str, domain))}
             try:
                 call()

@@ -127,6 +127,19 @@ def cuda_graph(fn):
     return lambda: (graph.replay(), out)[1]
 
 
+def fusekit_module(module, inputs, work_dir):
+    """(the module exported and rewritten onto the case's package, export s, rewrite s)."""
+    from fusekit.plan_file import load_plan
+    from fusekit.torch import export
+    from fusekit.torch.optimize import rewrite_module
+    t = time.perf_counter()
+    gm, symbols = export(module, inputs)
+    exported = time.perf_counter()
+    gm = rewrite_module(gm, os.path.join(work_dir, "pkg"), load_plan(os.path.join(work_dir, "plan.json")),
+                        symbols=symbols)
+    return gm, exported - t, time.perf_counter() - exported
+
+
 # --------------------------------------------------------------- methods
 
 def build_methods(c, size, work_dir, selected):
@@ -157,16 +170,8 @@ def build_methods(c, size, work_dir, selected):
     state = {}
 
     def fusekit():
-        from fusekit.plan_file import load_plan
-        from fusekit.torch import export
-        from fusekit.torch.optimize import rewrite_module
-        t = time.perf_counter()
-        gm, symbols = export(m, inputs)
-        exported = time.perf_counter()
-        gm = rewrite_module(gm, os.path.join(work_dir, "pkg"), load_plan(os.path.join(work_dir, "plan.json")),
-                            symbols=symbols)
-        setup = time.perf_counter() - t
-        state["export_s"], state["rewrite_s"] = exported - t, time.perf_counter() - exported
+        gm, state["export_s"], state["rewrite_s"] = fusekit_module(m, inputs, work_dir)
+        setup = state["export_s"] + state["rewrite_s"]
         gm(*inputs)
         torch.cuda.synchronize()
         state["gm"] = gm
@@ -330,18 +335,13 @@ def table(results):
 def cmd_forward(args):
     """One forward of each case's rewritten model against eager (what the
     torch step runs under compute-sanitizer); exit 1 on a wrong output."""
-    from fusekit.plan_file import load_plan
-    from fusekit.torch import export
-    from fusekit.torch.optimize import rewrite_module
     bad = 0
     for name, size, dtype in cases(args.models, args.dtypes, args.sizes):
         work_dir = os.path.join(args.work, label(name, size, dtype))
         c = torch_models.case(name, size, dtype, "cuda")
         with torch.no_grad():
             ref = c.module(*c.inputs)
-            gm, symbols = export(c.module, c.inputs)
-            gm = rewrite_module(gm, os.path.join(work_dir, "pkg"), load_plan(os.path.join(work_dir, "plan.json")),
-                                symbols=symbols)
+            gm = fusekit_module(c.module, c.inputs, work_dir)[0]
             err = rel_error(gm(*c.inputs), ref)
             torch.cuda.synchronize()
         replaced = sum(r.replaced for r in gm.fusekit_regions)
@@ -393,9 +393,7 @@ def region_rows(gm, reference, label_):
 
 def cmd_regions(args):
     """Every replaced region's kernel against torch.compile of its own ops."""
-    from fusekit.plan_file import load_plan
-    from fusekit.torch import export, verify
-    from fusekit.torch.optimize import rewrite_module
+    from fusekit.torch import verify
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "regions": []}
     for name, size, dtype in cases(args.models, args.dtypes, args.sizes):
         lab = label(name, size, dtype)
@@ -403,10 +401,7 @@ def cmd_regions(args):
         if not os.path.isdir(os.path.join(work_dir, "pkg")):
             continue
         c = torch_models.case(name, size, dtype, "cuda")
-        with torch.no_grad():
-            gm, symbols = export(c.module, c.inputs)
-        gm = rewrite_module(gm, os.path.join(work_dir, "pkg"), load_plan(os.path.join(work_dir, "plan.json")),
-                            symbols=symbols)
+        gm = fusekit_module(c.module, c.inputs, work_dir)[0]
         results["regions"] += region_rows(gm, verify.eager_values(c.module, c.inputs), lab)
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

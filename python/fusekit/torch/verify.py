@@ -31,11 +31,15 @@ def _inputs(region, gm, values, optimized):
         elif kind == "attr":
             out.append(operator.attrgetter(name)(optimized))
         else:  # the matmul of a linear whose bias the kernel adds
-            node = next(n for n in gm.graph.nodes if n.name == name)
-            a = [values[x.name] if isinstance(x, torch.fx.Node) else x for x in node.args]
-            packet = node.target.__name__.split(".")[0]
-            out.append(torch.nn.functional.linear(a[0], a[1]) if packet == "linear" else a[1] @ a[2])
+            out.append(_matmul_value(next(n for n in gm.graph.nodes if n.name == name), values))
     return out
+
+
+def _matmul_value(node, values):
+    """The bias-free product of a linear/addmm node, from the eager values of its arguments."""
+    a = [values[x.name] if isinstance(x, torch.fx.Node) else x for x in node.args]
+    packet = node.target.__name__.split(".")[0]
+    return torch.nn.functional.linear(a[0], a[1]) if packet == "linear" else a[1] @ a[2]
 
 
 def region_module(gm, values, region):
@@ -43,11 +47,10 @@ def region_module(gm, values, region):
     original ops, from the eager values of what it reads: what torch.compile
     is timed on beside the kernel. A linear whose bias alone the region holds
     enters as its matmul's value plus that bias, as the kernel sees it."""
-    from .aten_map import SEP
-    from .rewrite import _Region
+    from .rewrite import _fx, _Region
     held = {}
     for name in region.nodes:
-        held.setdefault(name.split(SEP)[0], set()).add(name)
+        held.setdefault(_fx(name), set()).add(name)
     g, env, feeds = torch.fx.Graph(), {}, []
 
     def feed(value):
@@ -64,11 +67,8 @@ def region_module(gm, values, region):
         if _Region._holds_all(n, held[n.name]):
             env[n] = g.node_copy(n, arg)
         else:  # the bias Add of a linear/addmm: the matmul comes in as a value
-            a = [values[x.name] if isinstance(x, torch.fx.Node) else x for x in n.args]
-            packet = n.target.__name__.split(".")[0]
-            mm = torch.nn.functional.linear(a[0], a[1]) if packet == "linear" else a[1] @ a[2]
-            bias = n.args[2] if packet == "linear" else n.args[0]
-            env[n] = g.call_function(torch.ops.aten.add.Tensor, (feed(mm), arg(bias)))
+            bias = n.args[2] if n.target.__name__.startswith("linear") else n.args[0]
+            env[n] = g.call_function(torch.ops.aten.add.Tensor, (feed(_matmul_value(n, values)), arg(bias)))
     by_name = {n.name: n for n in gm.graph.nodes}
     g.output(tuple(env[by_name[name]] for name in region.outputs))
     return torch.fx.GraphModule(gm, g), feeds
