@@ -56,17 +56,6 @@ std::string variant_key_from_explain(const std::string& w) {
   return w.substr(0, open) + " | " + w.substr(comma + 2, semi - comma - 2) + " | " + bucket;
 }
 
-// The op a package names: a catalog entry, else the expression the manifest
-// keeps for an --expr op or a plan entry.
-std::optional<FusionCandidate> package_op(const nlohmann::json& manifest, const std::string& op) {
-  for (const auto& c : catalog())
-    if (c.name == op) return c;
-  const auto exprs = manifest.find("expressions");
-  if (exprs == manifest.end() || !exprs->contains(op)) return std::nullopt;
-  FusionCandidate c = parse_expression(exprs->at(op).get<std::string>());
-  c.name = op;
-  return c;
-}
 
 // Checks run, failed and skipped; `stopped` after a fault that leaves the
 // context unusable.
@@ -126,6 +115,20 @@ Tally verify_gemm_entries(const nlohmann::json& manifest, const PackageApi& api,
 }
 
 }  // namespace
+
+std::optional<FusionCandidate> package_op(const nlohmann::json& manifest, const std::string& op) {
+  for (const auto& c : catalog())
+    if (c.name == op) return c;
+  // A GEMM's tail is laid out over [M, N] even when no input is indexed by axis.
+  for (const auto& g : manifest.value("gemms", nlohmann::json::array()))
+    if (g.contains("b_transposed") && g.at("op").get<std::string>() + "_tail" == op)
+      return make_gemm_candidate(g.at("epilogue"), g.at("b_transposed").get<bool>(), g.at("op")).epilogue;
+  const auto exprs = manifest.find("expressions");
+  if (exprs == manifest.end() || !exprs->contains(op)) return std::nullopt;
+  FusionCandidate c = parse_expression(exprs->at(op).get<std::string>());
+  c.name = op;
+  return c;
+}
 
 // An odd element count inside bucket k (2^(k-1) < n <= 2^k), in the
 // catalog's odd shape with the outermost extent (or, for small buckets, the

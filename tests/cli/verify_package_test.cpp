@@ -28,6 +28,23 @@ TEST(VerifyPackage, OddDomainsLandInTheirBucket) {
   EXPECT_EQ(odd_domain_in_bucket(gelu, 20)[0], gelu.odd_domain()[0]);
 }
 
+// A GEMM tail that indexes no input by axis is still one over [M, N], as
+// the build lays it out; read back as a bare expression it would be flat.
+TEST(VerifyPackage, GemmTailsKeepTheirRowColumnLayout) {
+  const nlohmann::json manifest = {
+      {"gemms", {{{"op", "llama_gate_up"}, {"epilogue", "out = silu(acc) * acc2"}, {"b_transposed", true}}}},
+      {"expressions", {{"llama_gate_up_tail", "out = silu(acc) * acc2"}, {"mine", "out = x * 2"}}}};
+  const std::optional<FusionCandidate> tail = package_op(manifest, "llama_gate_up_tail");
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_EQ(tail->layout, Layout::kRowCol);
+  EXPECT_EQ(tail->odd_domain().size(), 2u);
+  const std::optional<FusionCandidate> mine = package_op(manifest, "mine");
+  ASSERT_TRUE(mine.has_value());
+  EXPECT_EQ(mine->layout, Layout::kFlat);
+  EXPECT_EQ(package_op(manifest, "softmax")->name, "softmax");
+  EXPECT_FALSE(package_op(manifest, "nothing").has_value());
+}
+
 TEST(VerifyPackage, RowBucketsGetOddRowsOfTheirLength) {
   const auto& softmax = find_pattern("softmax");
   for (int row_k = 4; row_k <= 17; ++row_k)
