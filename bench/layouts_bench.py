@@ -94,10 +94,14 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--ops", default=",".join(o[0] for o in OPS), help="comma-separated; default: all four")
     args = ap.parse_args()
+    unknown = set(args.ops.split(",")) - {o[0] for o in OPS}
+    if unknown:
+        ap.error("unknown --ops %s; the ops are %s" % (",".join(sorted(unknown)), ",".join(o[0] for o in OPS)))
     torch.manual_seed(0)
     results, failed = [], 0
-    for op, fn, domain, shapes, count in OPS:
+    for op, fn, domain, shapes, count in [o for o in OPS if o[0] in args.ops.split(",")]:
         path = os.path.join(args.packages, op)
         if not os.path.exists(os.path.join(path, "lib", "libfusekit_kernels.so")):
             print("%s: no package at %s" % (op, path), file=sys.stderr)

@@ -40,9 +40,9 @@ ParamSpace GeneralLayoutTemplate::space(const ArchLimits& arch, Backend backend,
   const bool kept = traits.outputs_are_kept;
   s.require("rsplit > 0 without outputs over the kept axes only, or with a pointwise op",
             [kept, reduces, coop](const Config& c) { return !coop(c) || (kept && reduces); });
-  s.require("rsplit > 0 spelled otherwise than tx=32 ty=1 axis=0 vec=1 unroll=1 stage=0", [coop](const Config& c) {
-    return !coop(c) || (c.get("tx") == 32 && c.get("ty") == 1 && c.get("axis") == 0 && c.get("vec") == 1 &&
-                        c.get("unroll") == 1 && c.get("stage") == 0);
+  s.require("rsplit > 0 spelled otherwise than tx=32 ty=1 axis=0 vec=1 stage=0", [coop](const Config& c) {
+    return !coop(c) ||
+           (c.get("tx") == 32 && c.get("ty") == 1 && c.get("axis") == 0 && c.get("vec") == 1 && c.get("stage") == 0);
   });
   const bool permuted = traits.permuted_inputs > 0;
   s.require("stage=1 without a permuted input, or in a reduction",
@@ -66,8 +66,10 @@ std::vector<Config> GeneralLayoutTemplate::seeds(Backend backend, int element_by
   // Reductions: one block per kept element (long reductions: statistics),
   // or a thread per kept element (short ones: pooling over 7x7, a softmax
   // over channels).
+  add("axis=0 rsplit=256 stage=0 tx=32 ty=1 unroll=4 vec=1");
   add("axis=0 rsplit=256 stage=0 tx=32 ty=1 unroll=1 vec=1");
   add("axis=0 rsplit=64 stage=0 tx=32 ty=1 unroll=1 vec=1");
+  add("axis=0 rsplit=512 stage=0 tx=32 ty=1 unroll=4 vec=1");
   add("axis=0 rsplit=512 stage=0 tx=32 ty=1 unroll=1 vec=1");
   add("axis=0 rsplit=0 stage=0 tx=128 ty=1 unroll=4 vec=1");
   add("axis=0 rsplit=0 stage=0 tx=64 ty=4 unroll=1 vec=1");
@@ -89,10 +91,24 @@ int output_position(const GeneralLayoutShape& s, int a) {
   return it == s.output_axes.end() ? -1 : static_cast<int>(it - s.output_axes.begin());
 }
 
+// Unrolls a thread's serial reduction loop by U. With a second reduced
+// axis its loop goes inside the split one and is unrolled: the split
+// axis's bounds check then stays outside the U loads, which can all be in
+// flight at once (an unrolled guarded loop would wait on each load).
+void unroll_partial(Func partial, const RDom& r, const RVar& ro, int unroll, const std::string& n) {
+  RVar uo("fk_guo" + n), ui("fk_gui" + n);
+  if (r.dimensions() >= 2) {
+    partial.update().reorder(r[1], ro).split(r[1], uo, ui, unroll, TailStrategy::GuardWithIf).unroll(ui);
+  } else {
+    partial.update().split(ro, uo, ui, unroll, TailStrategy::GuardWithIf).unroll(ui);
+  }
+}
+
 // One block per kept element; S threads share each reduction's innermost
 // reduced axis (rfactor), their partials in shared memory at the block,
-// then one thread sums them.
-void apply_cooperative(const GeneralLayoutShape& s, int split) {
+// then one thread sums them. Each thread's serial loop over that axis is
+// unrolled by U, so U loads are in flight before the first add waits.
+void apply_cooperative(const GeneralLayoutShape& s, int split, int unroll) {
   Func out = s.output;
   std::vector<VarOrRVar> blocks;
   for (int a : s.output_axes) blocks.push_back(s.vars.at(a));
@@ -107,11 +123,12 @@ void apply_cooperative(const GeneralLayoutShape& s, int split) {
     const std::string n = std::to_string(k);
     RVar ro("fk_gro" + n), ri("fk_gri" + n);
     Var u("fk_gu" + n);
-    total.update().split(r[0], ro, ri, split, TailStrategy::GuardWithIf);
+    total.update().split(r[0], ro, ri, split, TailStrategy::Predicate);
     Func partial = total.update().rfactor(ri, u);
     partial.bound(u, 0, split).compute_at(out, at).store_in(MemoryType::GPUShared);
     partial.gpu_threads(u);
     partial.update().gpu_threads(u);
+    if (unroll > 1) unroll_partial(partial, r, ro, unroll, n);
     total.compute_at(out, at);
   }
 }
@@ -127,7 +144,7 @@ void GeneralLayoutTemplate::apply_halide(const GeneralLayoutShape& s, const Conf
     if (!reduces || s.thread_axes != s.output_axes)
       throw UserError("general layout: rsplit=" + std::to_string(rsplit) +
                       " needs outputs indexed by the reductions' kept axes only; use rsplit=0");
-    apply_cooperative(s, rsplit);
+    apply_cooperative(s, rsplit, unroll);
     return;
   }
   Func out = s.output;

@@ -17,14 +17,14 @@
 //   vec     pointwise: elements per thread along x,  1, 2, 4 (<= 16 bytes)
 //           vectorized
 //   unroll  pointwise: elements per thread along y,  1, 2, 4
-//           unrolled; serial reductions: the
-//           reduction loop unrolled by it
+//           unrolled; reductions: each thread's
+//           serial reduction loop unrolled by it
 //   rsplit  0: each thread reduces its kept elements 0, 32 .. 512 (> 0
 //           serially; S > 0: one block per kept      needs outputs indexed
 //           element, S threads each reducing a       by the kept axes only,
 //           strided share of the innermost reduced   and is spelled with
 //           axis (rfactor), partials in shared       tx=32 ty=1 axis=0 vec=1
-//           memory summed by one thread              unroll=1 stage=0)
+//           memory summed by one thread              stage=0)
 //   stage   1: each permuted input's tile is loaded  0, 1 (1 needs a
 //           into shared memory along its own         permuted input and no
 //           innermost axis (coalesced), then read    reduction)

@@ -6,8 +6,8 @@
 # and its package verified through the C API, then timed against eager and
 # torch.compile (bench/layouts_bench.py) -> tune_<op>.txt, verify_<op>.txt,
 # verify_package_<op>.txt, records.jsonl, layouts_bench.json. DTYPES
-# (f32,f16,bf16), BUDGET (6), BENCH_DTYPES (bf16,f32). About 4 minutes
-# (BUDGET=3 DTYPES=bf16 for a quick look).
+# (f32,f16,bf16), BUDGET (6), BENCH_DTYPES (bf16,f32), LAYOUT_OPS (the four,
+# space-separated). About 4 minutes (BUDGET=3 DTYPES=bf16 for a quick look).
 need_bins fusekit
 dtypes=${DTYPES:-f32,f16,bf16}
 db=/tmp/fusekit-layouts.db
@@ -15,7 +15,8 @@ pkgs=/tmp/pkg-layouts
 rm -rf "$db" "$pkgs"
 declare -A sizes=([global_avg_pool]=32x2048x49 [batchnorm_stats]=32x256x3136 [softmax_dim1]=32x128x784
   [transpose_bias_gelu]=4096x1024)
-for op in global_avg_pool batchnorm_stats softmax_dim1 transpose_bias_gelu; do
+layout_ops=${LAYOUT_OPS:-global_avg_pool batchnorm_stats softmax_dim1 transpose_bias_gelu}
+for op in $layout_ops; do
   expr=$(cat "examples/general_layouts/$op.fk")
   step "tune $op at ${sizes[$op]}"
   timeout 120 "$bin/fusekit" tune --arch sm_90 --name "$op" --expr "$expr" --dtype "$dtypes" --budget "${BUDGET:-6}" \
@@ -36,6 +37,6 @@ done
 note export $?
 step "time against torch.compile"
 timeout 150 python3 bench/layouts_bench.py --packages "$pkgs" --out "$out/layouts_bench.json" \
-  --dtypes "${BENCH_DTYPES:-bf16,f32}" >>"$log" 2>&1
+  --dtypes "${BENCH_DTYPES:-bf16,f32}" --ops "$(echo $layout_ops | tr ' ' ',')" >>"$log" 2>&1
 note layouts_bench $?
 finish
