@@ -3,10 +3,14 @@
 # seed 27) built by both backends in f32/f16/bf16 with every kernel verified
 # against the CPU reference -> fuzz_rates.json, fuzz_failures.tsv; then the
 # catalog tuned with the Halide backend alone in all three dtypes (BUDGET 3,
-# SIZES 1000003,16777216) -> catalog_records.jsonl, catalog_verified.txt.
+# SIZES 1000003,16777216) -> catalog_records.jsonl, catalog_verified.txt;
+# CATALOG_BACKENDS=nvrtc,halide tunes both in the same run and writes where
+# Halide wins, ties or loses (bench/backend_table.py) -> backend_table.md.
+# FUZZ_COUNT=0 skips the corpus.
 # Fails when Halide verifies fewer than 99 % of the corpus in a dtype or
 # NVRTC fewer than all of it.
 need_bins fusekit fuzz_corpus
+if [ "${FUZZ_COUNT:-150}" != 0 ]; then
 step "fuzz corpus: ${FUZZ_COUNT:-150} expressions x 3 dtypes, verified"
 timeout "${FUZZ_TIMEOUT:-300}" "$bin/fuzz_corpus" --count "${FUZZ_COUNT:-150}" --seed 27 --gpu \
   --failures "$out/fuzz_failures.tsv" >"$out/fuzz_rates.json" 2>"$out/fuzz_stderr.txt"
@@ -23,11 +27,13 @@ for dt, r in json.load(open(sys.argv[1])).items():
 sys.exit(1 if bad else 0)
 PY
 note "fuzz rates at the bar" $?
+fi
 
-step catalog, Halide backend only
+backends=${CATALOG_BACKENDS:-halide}
+step "catalog, backends $backends"
 db=/tmp/halide27.db
 rm -f "$db"
-timeout "${TUNE_TIMEOUT:-200}" "$bin/fusekit" tune --arch sm_90 --dtype f32,f16,bf16 --backend halide \
+timeout "${TUNE_TIMEOUT:-200}" "$bin/fusekit" tune --arch sm_90 --dtype f32,f16,bf16 --backend "$backends" \
   --budget "${BUDGET:-3}" --specialize 0 --sizes "${SIZES:-1000003,16777216}" --db "$db" \
   >"$out/catalog_tune.txt" 2>"$out/catalog_progress.txt"
 note "catalog tune" $?
@@ -46,4 +52,8 @@ for key in sorted(seen):
 print(f"patterns x dtypes with a verified Halide kernel: {sum(1 for k in seen if ok[k])} of {len(seen)}")
 PY
 tail -1 "$out/catalog_verified.txt" >>"$log"
+if [ "$backends" != halide ]; then
+  python3 bench/backend_table.py "$out/catalog_records.jsonl" --md "$out/backend_table.md" | tail -1 >>"$log"
+  note "backend table" $?
+fi
 finish
