@@ -213,9 +213,19 @@ std::vector<int64_t> check_inputs(const Op& op, c10::ArrayRef<at::Tensor> in, si
 
 // The op's outputs, written to out[0..n_out): allocated by PyTorch like the
 // region's full input (the caching allocator on its device, or meta/fake).
+// Sizes and strides given outright (empty_strided, empty) where empty_like's
+// would be the same, since empty_like dispatches twice; while tracing
+// (symbolic shapes) an elementwise op keeps empty_like's layout rule.
 void allocate_outputs(const Op& op, const at::Tensor& full, at::Tensor* out, size_t n_out) {
-  for (size_t o = 0; o < n_out; ++o)
-    out[o] = at::empty_like(full, op.layout == kFlat ? at::MemoryFormat::Preserve : at::MemoryFormat::Contiguous);
+  const bool symbolic = full.unsafeGetTensorImpl()->has_symbolic_sizes_strides();
+  for (size_t o = 0; o < n_out; ++o) {
+    if (op.layout != kFlat)
+      out[o] = at::empty_symint(full.sym_sizes(), full.options());
+    else if (!symbolic && full.is_non_overlapping_and_dense())
+      out[o] = at::empty_strided(full.sizes(), full.strides(), full.options());
+    else
+      out[o] = at::empty_like(full, at::MemoryFormat::Preserve);
+  }
 }
 
 void run_meta(int64_t id, c10::ArrayRef<at::Tensor> inputs, at::Tensor* out, size_t n_out) {
