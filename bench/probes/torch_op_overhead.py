@@ -46,7 +46,7 @@ import time
 import torch
 import torch.utils.cpp_extension as cpp
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+TREE_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
 
 SOURCE = r"""
 #include <torch/library.h>
@@ -152,6 +152,13 @@ def chain(target, args_of, n):
     return torch.fx.GraphModule(torch.nn.Module(), g)
 
 
+def python_chain(target, op, x, y):
+    """The graph's chain as a plain Python loop: what the FX graph's code adds beyond it."""
+    for _ in range(10):
+        x = target(op, x, y)
+    return x
+
+
 def burst_us(fn, n):
     t = time.perf_counter()
     for _ in range(n):
@@ -165,8 +172,13 @@ def main():
     p.add_argument("--rounds", type=int, default=40)
     p.add_argument("--burst", type=int, default=2000)
     p.add_argument("--package", help="a package folder (default: a stub library; the Meta kernel never calls it)")
+    p.add_argument("--python", default=TREE_PYTHON,
+                   help="the fusekit Python package to probe (default: this tree's python/; an older tree's, "
+                        "exported with git archive, gives the before of a change; one without the fixed-arity "
+                        "operators skips their rows)")
     args = p.parse_args()
     cpp.load_inline("fusekit_probe_ops", cpp_sources=[SOURCE], is_python_module=False, extra_cflags=["-O2"])
+    sys.path.insert(0, args.python)
     from fusekit.torch import ops
     ops.library()
     with tempfile.TemporaryDirectory() as d:
@@ -190,6 +202,7 @@ def main():
               "noop_fixed(id, a, b)": chain(noop, emit_fixed, 10),
               "fusekit launch(op, [x, y])[0]": chain(host_list, emit_list, 10),
               "fusekit launch_2_1(op, x, y)": chain(host_fixed, emit_fixed, 10)}
+    fixed = hasattr(torch.ops.fusekit, "launch_2_1")
     python_calls = {
         "torch.add": lambda: torch.add(a, b),
         "torch.empty_like": lambda: torch.empty_like(a),
@@ -200,9 +213,12 @@ def main():
         "noop_fixed without OpOverload.__call__": lambda: noop._op(0, a, b),
         "noop_noid(a, b)": lambda: probe.noop_noid.default(a, b),
         "fusekit launch(op, [x, y])[0]": lambda: host_list(op, [a, b])[0],
-        "fusekit launch_2_1(op, x, y)": lambda: host_fixed(op, a, b),
-        **{f"graph of 10: {k}": (lambda gm=gm: gm(a, b)) for k, gm in graphs.items() if k != "empty"},
+        **({"fusekit launch_2_1(op, x, y)": lambda: host_fixed(op, a, b)} if fixed else {}),
+        **{f"graph of 10: {k}": (lambda gm=gm: gm(a, b)) for k, gm in graphs.items()
+           if k != "empty" and (fixed or "launch_2_1" not in k)},
         "graph of 0": lambda: graphs["empty"](a, b),
+        **({"python chain of 10: fusekit launch_2_1(op, x, y)": lambda: python_chain(host_fixed, op, a, b)}
+           if fixed else {}),
     }
     n = args.burst
     cpp_calls = {
@@ -211,8 +227,10 @@ def main():
         "C++ boxed noop_list(id, [a, b])": lambda: probe.boxed_us("fusekit_probe::noop_list", "", n, 0, a, b, True),
         "C++ boxed aten::add": lambda: probe.boxed_us("aten::add", "Tensor", n, -1, a, b, False),
         "C++ boxed fusekit launch": lambda: probe.boxed_us("fusekit_probe::host_list", "", n, op, a, b, True),
-        "C++ boxed fusekit launch_2_1": lambda: probe.boxed_us("fusekit_probe::host_fixed", "", n, op, a, b, False),
     }
+    if fixed:
+        cpp_calls["C++ boxed fusekit launch_2_1"] = lambda: probe.boxed_us("fusekit_probe::host_fixed", "", n, op, a,
+                                                                           b, False)
     rounds = {k: [] for k in [*python_calls, *cpp_calls]}
     with torch.no_grad():
         for fn in python_calls.values():
@@ -225,17 +243,19 @@ def main():
     low = {k: min(v) for k, v in rounds.items()}
     med = {k: statistics.median(v) for k, v in rounds.items()}
     per_op = {k: {s: (m[f"graph of 10: {k}"] - m["graph of 0"]) / 10 for s, m in (("min", low), ("median", med))}
-              for k in graphs if k != "empty"}
+              for k in graphs if f"graph of 10: {k}" in low}
     dispatcher = low["C++ boxed noop_fixed(id, a, b)"] - low["C++ noop_fixed direct"]
     breakdown = {}
-    for k in ("fusekit launch_2_1", "fusekit launch"):
+    for k in ("fusekit launch_2_1", "fusekit launch")[0 if fixed else 1:]:
         py = next(c for c in python_calls if c.startswith(k + "("))
         boxed = low[f"C++ boxed {k}"]
         breakdown[k] = {"call_us": low[py], "in_graph_us": per_op[py]["min"],
+                        "in_python_chain_us": low.get(f"python chain of 10: {py}", float("nan")) / 10,
                         "graph_frame_us": per_op[py]["min"] - low[py], "python_binding_us": low[py] - boxed,
                         "dispatcher_us": dispatcher, "body_us": boxed - dispatcher}
     add = low["torch.add"]
     result = {"torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+              "fusekit_python": os.path.realpath(args.python),
               "method": f"{args.rounds} interleaved rounds of {n} calls each; min and median per call over the "
                         "rounds; fusekit's operators on CPU tensors through their Meta kernels (no launch)",
               "min_us": low, "median_us": med, "graph_per_op_us": per_op, "breakdown_min_us": breakdown,
