@@ -250,7 +250,8 @@ def main():
         py = next(c for c in python_calls if c.startswith(k + "("))
         boxed = low[f"C++ boxed {k}"]
         breakdown[k] = {"call_us": low[py], "in_graph_us": per_op[py]["min"],
-                        "in_python_chain_us": low.get(f"python chain of 10: {py}", float("nan")) / 10,
+                        "in_python_chain_us": (low[f"python chain of 10: {py}"] / 10
+                                               if f"python chain of 10: {py}" in low else None),
                         "graph_frame_us": per_op[py]["min"] - low[py], "python_binding_us": low[py] - boxed,
                         "dispatcher_us": dispatcher, "body_us": boxed - dispatcher}
     add = low["torch.add"]

@@ -3,13 +3,13 @@
 //
 // A small fixed family of operators, launch_<n_in>_<n_out>(int op, Tensor i0,
 // ...) -> Tensor or (Tensor, ...), defined here once for every package, and
-// the generic fusekit::launch(int op, Tensor[] inputs) -> Tensor[] for wider
-// entries. Fixed arity because the Python-to-dispatcher path costs per
-// argument and per list (bench/probes/torch_op_overhead.py: a Tensor[] in and
-// out costs more than the rest of a call), and a family defined in C++ rather
-// than one operator per plan entry registered at load time because the
-// probe's schema without the int costs the same, while static schemas are
-// known to torch.compile, torch.export and opcheck before any package loads.
+// the generic launch(int op, Tensor[] inputs) -> Tensor[] for wider entries.
+// Fixed arity because a Tensor[] in and out costs a quarter of a torch.ops
+// call from Python (bench/probes/torch_op_overhead.py); a family
+// defined in C++, not an operator per plan entry registered at load time,
+// because static schemas exist for torch.compile, torch.export and opcheck
+// before any package loads, at the price of the int (the probe: about a
+// tenth of a call).
 // What differs per entry (package, op name, dtype, layout, broadcast axes,
 // scalar parameters, tensor names for messages) is registered once
 // (register_op) and referenced by an integer, so a call passes one int and
