@@ -199,13 +199,23 @@ def methods_for(size, wanted):
 
 def host_overhead(gm, ref_gm, values):
     """Host time per call of one fusekit op against torch.add, on the
-    kernel's own inputs (no sync inside the loop)."""
-    from fusekit.torch import verify
+    kernel's own inputs (no sync inside the loop): the operator the rewritten
+    graph calls for the region (fusekit_op_us, the bar), the same call as a
+    node of an FX graph (graph_op_us), and the generic launch(op, [inputs])
+    the rewrite emitted before the fixed-arity family (generic_op_us)."""
+    from fusekit.torch import ops, verify
     region = next((r for r in gm.fusekit_regions if r.replaced), None)
     if region is None:
         return None
     ins = verify._inputs(region, ref_gm, values, gm)
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    target = next(n.target for n in gm.graph.nodes if ops.is_launch(n.target) and n.args[0] == region.op_id)
+    args = ops.call_args(target, region.op_id, ins)
+    generic = torch.ops.fusekit.launch.default
+    g = torch.fx.Graph()
+    feeds = [g.placeholder(f"i{k}") for k in range(len(ins))]
+    g.output(g.call_function(target, ops.call_args(target, region.op_id, feeds)))
+    one = torch.fx.GraphModule(torch.nn.Module(), g)
 
     def per_call(fn, n=2000):
         for _ in range(50):
@@ -219,9 +229,13 @@ def host_overhead(gm, ref_gm, values):
         return us
     with torch.no_grad():
         add_us = per_call(lambda: torch.add(a, b))
-        op_us = per_call(lambda: torch.ops.fusekit.launch(region.op_id, ins))
+        op_us = per_call(lambda: target(*args))
+        graph_us = per_call(lambda: one(*ins))
+        generic_us = per_call(lambda: generic(region.op_id, ins))
+        add_again_us = per_call(lambda: torch.add(a, b))
     return {"torch_add_us": add_us, "fusekit_op_us": op_us, "ratio": op_us / add_us, "op": region.entry,
-            "bar": "<= 1.2x"}
+            "operator": str(target), "inputs": len(ins), "outputs": len(region.outputs), "graph_op_us": graph_us,
+            "generic_op_us": generic_us, "torch_add_again_us": add_again_us, "bar": "<= 1.2x"}
 
 
 def bench_case(name, size, dtype, args):
@@ -329,6 +343,10 @@ def table(results):
     if h:
         out += ["", f"Host time per call: fusekit op `{h['op']}` {h['fusekit_op_us']:.2f} us, torch.add "
                     f"{h['torch_add_us']:.2f} us ({h['ratio']:.2f}x; bar 1.2x)."]
+        if "operator" in h:
+            out[-1] += (f" Through `{h['operator']}`; as a graph node {h['graph_op_us']:.2f} us; the generic "
+                        f"launch(op, [inputs]) {h['generic_op_us']:.2f} us; torch.add again "
+                        f"{h['torch_add_again_us']:.2f} us.")
     return "\n".join(out)
 
 
@@ -369,7 +387,7 @@ def gpu_us_per_call(fn, calls=20):
 def region_rows(gm, reference, label_):
     """Per (entry, shape) of the replaced regions: the fusekit kernel's GPU
     time beside torch.compile's kernels for the same ops on the same values."""
-    from fusekit.torch import verify
+    from fusekit.torch import ops, verify
     ref_gm, values = reference
     seen, rows = set(), []
     for r in gm.fusekit_regions:
@@ -382,7 +400,7 @@ def region_rows(gm, reference, label_):
         torch._dynamo.reset()
         compiled = torch.compile(sub)
         with torch.no_grad():
-            fk_us = gpu_us_per_call(lambda: torch.ops.fusekit.launch(r.op_id, ins))
+            fk_us = gpu_us_per_call(lambda: ops.launch(r.op_id, ins, len(r.outputs)))
             tc_us = gpu_us_per_call(lambda: compiled(*feeds))
         count = sum(1 for x in gm.fusekit_regions if (x.entry, tuple(x.shape)) == key)
         rows.append({"case": label_, "entry": r.entry, "shape": list(r.shape), "occurrences": count,

@@ -40,14 +40,22 @@ def test_regions_with_kernels_are_replaced(package, oplib):
     m = patterns.BiasGeluReluAdd()
     gm = fk.optimize(m, package, _inputs(), plan=_plan([_bias_gelu(), _relu_add()]), arch="sm_90")
     targets = _targets(gm)
-    assert targets.count("fusekit.launch.default") == 2
+    # Each region is one call of the fixed-arity operator for its 2 inputs and 1 output, taken
+    # straight from torch.ops (no Python wrapper, no getitem), and nothing calls the generic launch.
+    assert targets.count("fusekit.launch_2_1.default") == 2 and "fusekit.launch.default" not in targets
+    assert "<built-in function getitem>" not in targets
+    assert all(n.target is torch.ops.fusekit.launch_2_1.default for n in gm.graph.nodes
+               if "fusekit" in str(n.target))
     assert "aten.gelu.default" not in targets and "aten.relu.default" not in targets
     # The linear stays, without its bias: the kernel adds it.
     lin = next(n for n in gm.graph.nodes if str(n.target) == "aten.linear.default")
     assert len(lin.args) == 2
-    launches = [n for n in gm.graph.nodes if str(n.target) == "fusekit.launch.default"]
-    assert [a.name for a in launches[0].args[1]][1] == "lin_bias"
-    assert launches[1].args[1][0].args[0] is launches[0]  # relu_add reads bias_gelu's output
+    launches = [n for n in gm.graph.nodes if str(n.target) == "fusekit.launch_2_1.default"]
+    first, second = gm.fusekit_regions
+    assert launches[0].args[0] == first.op_id and launches[0].args[2].name == "lin_bias"
+    assert launches[1].args[1] is launches[0]  # relu_add reads bias_gelu's output
+    assert first.operator == second.operator == "fusekit.launch_2_1.default"
+    assert "torch.ops.fusekit.launch_2_1.default(" in gm.code
     text = fk.explain(gm)
     assert text.splitlines()[0] == "2 of 2 regions call fusekit kernels"
     assert "kernel   bias_gelu#0 [linear, gelu] shape [4, 16, 64]" in text
@@ -62,7 +70,7 @@ def test_fallbacks_keep_the_ops_and_say_why(package, oplib):
     x, y = _inputs()
     eager = m.eval()(x, y)
     gm = fk.optimize(m, package, (x, y), plan=_plan([_bias_gelu(name="no_such_op"), _relu_add()]), arch="sm_80")
-    assert "fusekit.launch.default" not in _targets(gm)
+    assert not [t for t in _targets(gm) if "fusekit" in t]
     assert "aten.gelu.default" in _targets(gm) and "aten.relu.default" in _targets(gm)
     text = fk.explain(gm)
     assert text.splitlines()[0] == "0 of 2 regions call fusekit kernels"
@@ -90,7 +98,7 @@ def test_untuned_shape_bucket(package, oplib):
     text = fk.explain(gm)
     assert "8192 elements (bucket n<=2^13) were not tuned" in text and "fallback relu_add#0" in text
     gm = fk.optimize(m, package, _inputs(rows=8), plan=plan, arch="sm_90", shapes="nearest")
-    assert "nearest bucket" in fk.explain(gm) and "fusekit.launch.default" in _targets(gm)
+    assert "nearest bucket" in fk.explain(gm) and "fusekit.launch_2_1.default" in _targets(gm)
 
 
 def test_plan_of_another_graph(package, oplib):
@@ -227,7 +235,7 @@ def test_compile_backend_replaces_a_region_of_dynamos_graph(package, oplib):
     with torch.no_grad(), pytest.raises(Exception, match=r"input 'x \(.*\)' is on cpu"):
         compiled(x, y)  # the kernel is called inside the compiled graph: its device check fires
     assert fk.explain(backend.last()).splitlines()[0] == "1 of 1 regions call fusekit kernels"
-    assert "fusekit.launch.default" in _targets(backend.last())
+    assert "fusekit.launch_2_1.default" in _targets(backend.last())
 
 
 def test_general_broadcast_sizes_follow_numpy():

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import torch_models  # noqa: E402
 from fusekit.plan_file import load_plan  # noqa: E402
 from fusekit.torch import capture, export  # noqa: E402
-from fusekit.torch import verify  # noqa: E402
+from fusekit.torch import ops, verify  # noqa: E402
 from fusekit.torch.optimize import rewrite_module  # noqa: E402
 
 pytest.importorskip("transformers")
@@ -40,8 +40,13 @@ def test_zoo_model_rewrites_onto_its_package(tmp_path, fusekit_bin, oplib, name)
     # Llama's rotary embedding reads q and k through a transpose: that region keeps its ops, saying so.
     wrong = [r.line() for r in regions if not r.replaced and "is strided" not in r.detail]
     assert regions and not wrong, "\n".join(wrong)
-    launches = [n for n in gm.graph.nodes if str(n.target) == "fusekit.launch.default"]
+    launches = [n for n in gm.graph.nodes if ops.is_launch(n.target)]
     assert len(launches) == sum(r.replaced for r in regions) >= len(regions) // 2
+    # Every region is a call of the fixed-arity operator for its own inputs and outputs.
+    for r, n in zip([r for r in regions if r.replaced], sorted(launches, key=lambda n: n.args[0])):
+        assert n.args[0] == r.op_id and str(n.target) == r.operator
+        assert r.operator == f"fusekit.launch_{len(r.sources)}_{len(r.outputs)}.default", r.line()
+    assert any(len(r.outputs) > 1 for r in regions if r.replaced)  # a tuple-returning member too
     # Each replaced region as a module of its original ops (what bench/models.py regions times beside the
     # kernel) gives eager's values of the nodes the kernel replaces.
     ref_gm, values = verify.eager_values(c.module, c.inputs)

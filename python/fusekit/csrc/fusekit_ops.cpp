@@ -1,14 +1,19 @@
 // fusekit's PyTorch operator library: calls the kernels of a built fusekit
 // package (its lib/libfusekit_kernels.so, opened with dlopen) from PyTorch.
 //
-// One generic operator, fusekit::launch(int op, Tensor[] inputs) -> Tensor[],
-// rather than one per package entry: the entries are only known once a
-// package is loaded (a model's plan names them), so per-entry operators would
-// need a library compiled per package, while one operator built once serves
-// every package. What differs per entry (package, op name, dtype, layout,
-// broadcast axes, scalar parameters, tensor names for messages) is
-// registered once (register_op) and referenced by an integer, so a call passes
-// one int and the tensors: no strings cross the dispatcher per call.
+// A small fixed family of operators, launch_<n_in>_<n_out>(int op, Tensor i0,
+// ...) -> Tensor or (Tensor, ...), defined here once for every package, and
+// the generic launch(int op, Tensor[] inputs) -> Tensor[] for wider entries.
+// Fixed arity because a Tensor[] in and out costs a quarter of a torch.ops
+// call from Python (bench/probes/torch_op_overhead.py); a family
+// defined in C++, not an operator per plan entry registered at load time,
+// because static schemas exist for torch.compile, torch.export and opcheck
+// before any package loads, at the price of the int (the probe: about a
+// tenth of a call).
+// What differs per entry (package, op name, dtype, layout, broadcast axes,
+// scalar parameters, tensor names for messages) is registered once
+// (register_op) and referenced by an integer, so a call passes one int and
+// the tensors: no strings cross the dispatcher per call.
 //
 // Every argument check is a c10::ValueError (Python ValueError) naming the
 // tensor; a kernel's own failure is a RuntimeError with the package's message.
@@ -18,6 +23,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -162,12 +169,15 @@ int64_t broadcast_extent(const std::vector<int64_t>& domain, int64_t mask) {
   return n;
 }
 
-// dtype, shape and stride checks, shared by the real and the meta kernel;
+// count, dtype, shape and stride checks, shared by the real and the meta kernel;
 // returns the domain. Symbolic shapes (fake tensors while tracing) skip the
 // shape checks: the real call makes them.
-std::vector<int64_t> check_inputs(const Op& op, const std::vector<at::Tensor>& in) {
+std::vector<int64_t> check_inputs(const Op& op, c10::ArrayRef<at::Tensor> in, size_t n_out) {
   TORCH_CHECK_VALUE(in.size() == op.inputs.size(), "fusekit op '", op.name, "' takes ", op.inputs.size(),
                     " inputs, got ", in.size());
+  TORCH_CHECK_VALUE(n_out == op.outputs.size(), "fusekit op '", op.name, "' has ", op.outputs.size(),
+                    " outputs; it was called through an operator with ", n_out,
+                    " (the rewrite picks launch_<inputs>_<outputs>)");
   for (size_t i = 0; i < in.size(); ++i)
     TORCH_CHECK_VALUE(in[i].scalar_type() == op.scalar, "fusekit op '", op.name, "': input '", op.inputs[i], "' is ",
                       in[i].scalar_type(), "; this kernel was built for ", op.dtype);
@@ -201,28 +211,38 @@ std::vector<int64_t> check_inputs(const Op& op, const std::vector<at::Tensor>& i
   return domain;
 }
 
-std::vector<at::Tensor> allocate_outputs(const Op& op, const at::Tensor& full) {
-  std::vector<at::Tensor> out;
-  out.reserve(op.outputs.size());
-  for (size_t o = 0; o < op.outputs.size(); ++o)
-    out.push_back(at::empty_like(full, op.layout == kFlat ? at::MemoryFormat::Preserve : at::MemoryFormat::Contiguous));
-  return out;
+// The op's outputs, written to out[0..n_out): allocated by PyTorch like the
+// region's full input (the caching allocator on its device, or meta/fake).
+// Sizes and strides given outright (empty_strided, empty) where empty_like's
+// would be the same, since empty_like dispatches twice; while tracing
+// (symbolic shapes) an elementwise op keeps empty_like's layout rule.
+void allocate_outputs(const Op& op, const at::Tensor& full, at::Tensor* out, size_t n_out) {
+  const bool symbolic = full.unsafeGetTensorImpl()->has_symbolic_sizes_strides();
+  for (size_t o = 0; o < n_out; ++o) {
+    if (op.layout != kFlat)
+      out[o] = at::empty_symint(full.sym_sizes(), full.options());
+    else if (!symbolic && full.is_non_overlapping_and_dense())
+      out[o] = at::empty_strided(full.sizes(), full.strides(), full.options());
+    else
+      out[o] = at::empty_like(full, at::MemoryFormat::Preserve);
+  }
 }
 
-std::vector<at::Tensor> launch_meta(int64_t id, std::vector<at::Tensor> inputs) {
+void run_meta(int64_t id, c10::ArrayRef<at::Tensor> inputs, at::Tensor* out, size_t n_out) {
   const Op& op = op_at(id);
-  check_inputs(op, inputs);
-  return allocate_outputs(op, inputs[op.shape_of]);
+  check_inputs(op, inputs, n_out);
+  allocate_outputs(op, inputs[op.shape_of], out, n_out);
 }
 
-std::vector<at::Tensor> launch_device(int64_t id, std::vector<at::Tensor> inputs) {
+void run_device(int64_t id, c10::ArrayRef<at::Tensor> inputs, at::Tensor* out, size_t n_out) {
   const Op& op = op_at(id);
-  const std::vector<int64_t> domain = check_inputs(op, inputs);
+  const std::vector<int64_t> domain = check_inputs(op, inputs, n_out);
   const at::Tensor& full = inputs[op.shape_of];
   for (size_t i = 0; i < inputs.size(); ++i)
     TORCH_CHECK_VALUE(inputs[i].is_cuda() && inputs[i].device() == full.device(), "fusekit op '", op.name,
                       "': input '", op.inputs[i], "' is on ", inputs[i].device(), "; the kernel needs every tensor on ",
                       full.is_cuda() ? full.device().str() : std::string("one CUDA device"));
+  TORCH_CHECK_VALUE(inputs.size() <= 16 && n_out <= 16, "fusekit op '", op.name, "': over 16 tensors");
 #if defined(FUSEKIT_HAVE_C10_CUDA)
   const c10::cuda::CUDAGuard guard(full.device());
   CUstream stream = reinterpret_cast<CUstream>(c10::cuda::getCurrentCUDAStream(full.device().index()).stream());
@@ -230,19 +250,93 @@ std::vector<at::Tensor> launch_device(int64_t id, std::vector<at::Tensor> inputs
   // Built without c10/cuda headers: the legacy default stream.
   CUstream stream = nullptr;
 #endif
-  std::vector<at::Tensor> out = allocate_outputs(op, full);
+  allocate_outputs(op, full, out, n_out);
   const void* in_ptrs[16];
   void* out_ptrs[16];
-  TORCH_CHECK_VALUE(inputs.size() <= 16 && out.size() <= 16, "fusekit op '", op.name, "': over 16 tensors");
   for (size_t i = 0; i < inputs.size(); ++i) in_ptrs[i] = inputs[i].data_ptr();
-  for (size_t o = 0; o < out.size(); ++o) out_ptrs[o] = out[o].data_ptr();
+  for (size_t o = 0; o < n_out; ++o) out_ptrs[o] = out[o].data_ptr();
   const int rc = op.package->launch(op.name.c_str(), op.dtype.c_str(), in_ptrs, static_cast<int>(inputs.size()),
-                                    out_ptrs, static_cast<int>(out.size()), op.params.data(),
+                                    out_ptrs, static_cast<int>(n_out), op.params.data(),
                                     static_cast<int>(op.params.size()), domain.data(),
                                     static_cast<int>(domain.size()), stream);
   TORCH_CHECK(rc == 0, "fusekit op '", op.name, "' (", op.dtype, ", package ", op.package->path,
               ") failed: ", op.package->last_error());
+}
+
+using run_fn = void (*)(int64_t, c10::ArrayRef<at::Tensor>, at::Tensor*, size_t);
+
+// The generic operator: as many outputs as the op has.
+template <run_fn Run>
+std::vector<at::Tensor> launch_list(int64_t id, std::vector<at::Tensor> inputs) {
+  std::vector<at::Tensor> out(op_at(id).outputs.size());
+  Run(id, inputs, out.data(), out.size());
   return out;
+}
+
+// The fixed family: launch_<NIn>_<NOut>, one Tensor argument per input and a
+// Tensor (NOut 1) or a tuple of NOut Tensors back.
+constexpr size_t kMaxFixedInputs = 8, kMaxFixedOutputs = 3;
+
+template <size_t> using TensorArg = const at::Tensor&;
+template <size_t> using TensorOut = at::Tensor;
+
+template <typename Seq> struct OutputsOf;
+template <size_t... O> struct OutputsOf<std::index_sequence<O...>> {
+  using type = std::tuple<TensorOut<O>...>;
+  static type pack(at::Tensor* out) { return type(std::move(out[O])...); }
+};
+template <> struct OutputsOf<std::index_sequence<0>> {
+  using type = at::Tensor;
+  static type pack(at::Tensor* out) { return std::move(out[0]); }
+};
+
+template <run_fn Run, size_t NOut, typename Inputs> struct Fixed;
+template <run_fn Run, size_t NOut, size_t... I> struct Fixed<Run, NOut, std::index_sequence<I...>> {
+  using Outputs = OutputsOf<std::make_index_sequence<NOut>>;
+  static typename Outputs::type call(int64_t id, TensorArg<I>... inputs) {
+    const at::Tensor in[] = {inputs...};
+    at::Tensor out[NOut];
+    Run(id, c10::ArrayRef<at::Tensor>(in, sizeof...(I)), out, NOut);
+    return Outputs::pack(out);
+  }
+};
+
+std::string fixed_name(size_t n_in, size_t n_out) {
+  return "launch_" + std::to_string(n_in) + "_" + std::to_string(n_out);
+}
+
+std::string fixed_schema(size_t n_in, size_t n_out) {
+  std::string s = fixed_name(n_in, n_out) + "(int op";
+  for (size_t i = 0; i < n_in; ++i) s += ", Tensor i" + std::to_string(i);
+  s += ") -> ";
+  if (n_out == 1) return s + "Tensor";
+  s += "(Tensor";
+  for (size_t o = 1; o < n_out; ++o) s += ", Tensor";
+  return s + ")";
+}
+
+// def (Run == nullptr) or impl every member with NOut outputs.
+template <run_fn Run, size_t NOut, size_t... In>
+void register_row(torch::Library& m, std::index_sequence<In...>) {
+  if constexpr (Run == nullptr) {
+    (m.def(fixed_schema(In + 1, NOut).c_str()), ...);
+  } else {
+    (m.impl(fixed_name(In + 1, NOut).c_str(), &Fixed<Run, NOut, std::make_index_sequence<In + 1>>::call), ...);
+  }
+}
+
+template <run_fn Run, size_t... Out>
+void register_family(torch::Library& m, std::index_sequence<Out...>) {
+  (register_row<Run, Out + 1>(m, std::make_index_sequence<kMaxFixedInputs>()), ...);
+}
+
+template <run_fn Run>
+void register_family(torch::Library& m) {
+  register_family<Run>(m, std::make_index_sequence<kMaxFixedOutputs>());
+}
+
+std::vector<int64_t> fixed_arity() {
+  return {static_cast<int64_t>(kMaxFixedInputs), static_cast<int64_t>(kMaxFixedOutputs)};
 }
 
 // Which kernel the package takes for a full tensor of `sizes` with pointers
@@ -274,6 +368,8 @@ bool has_current_stream() {
 // torch.ops.load_library in any process.
 TORCH_LIBRARY(fusekit, m) {
   m.def("launch(int op, Tensor[] inputs) -> Tensor[]");
+  register_family<nullptr>(m);
+  m.def("fixed_arity() -> int[]", &fixed_arity);
   m.def("load_package(str path) -> int", &load_package);
   m.def("register_op(int package, str name, str dtype, int layout, str[] inputs, int[] axes, str[] outputs, "
         "float[] params) -> int",
@@ -283,7 +379,17 @@ TORCH_LIBRARY(fusekit, m) {
 }
 
 // CPU tensors reach the same kernel so that the device check names the tensor
-// instead of the dispatcher's "no CPU kernel" message.
-TORCH_LIBRARY_IMPL(fusekit, CUDA, m) { m.impl("launch", &launch_device); }
-TORCH_LIBRARY_IMPL(fusekit, CPU, m) { m.impl("launch", &launch_device); }
-TORCH_LIBRARY_IMPL(fusekit, Meta, m) { m.impl("launch", &launch_meta); }
+// instead of the dispatcher's "no CPU kernel" message. The Meta kernels are
+// the fake kernels torch.compile and torch.export trace through.
+TORCH_LIBRARY_IMPL(fusekit, CUDA, m) {
+  m.impl("launch", &launch_list<&run_device>);
+  register_family<&run_device>(m);
+}
+TORCH_LIBRARY_IMPL(fusekit, CPU, m) {
+  m.impl("launch", &launch_list<&run_device>);
+  register_family<&run_device>(m);
+}
+TORCH_LIBRARY_IMPL(fusekit, Meta, m) {
+  m.impl("launch", &launch_list<&run_meta>);
+  register_family<&run_meta>(m);
+}

@@ -122,11 +122,49 @@ def load_package(package_dir):
 
 
 def register_op(package_dir, name, dtype, layout, inputs, axes, outputs, params):
-    """An op id for torch.ops.fusekit.launch."""
+    """An op id for the launch operators (operator())."""
     from ..plan_file import LAYOUTS
     return library().register_op(load_package(package_dir), name, dtype, LAYOUTS.index(layout), list(inputs),
                                  [int(a) for a in axes], list(outputs), [float(p) for p in params])
 
 
-def launch(op_id, inputs):
-    return torch.ops.fusekit.launch(op_id, inputs)
+def operator(n_inputs, n_outputs):
+    """The operator a call with this many inputs and outputs takes: the fixed
+    launch_<n_inputs>_<n_outputs>(op, i0, ...) where the family has one (its
+    bounds: torch.ops.fusekit.fixed_arity()), else the generic launch(op, [inputs])."""
+    library()
+    max_in, max_out = _fixed_arity()
+    if 1 <= n_inputs <= max_in and 1 <= n_outputs <= max_out:
+        return getattr(torch.ops.fusekit, f"launch_{n_inputs}_{n_outputs}").default
+    return torch.ops.fusekit.launch.default
+
+
+def is_fixed(target):
+    """Whether an FX node's target is one of the fixed-arity operators."""
+    return str(target).startswith("fusekit.launch_")
+
+
+def is_launch(target):
+    """Whether an FX node's target calls a fusekit kernel (fixed or generic)."""
+    return is_fixed(target) or str(target) == "fusekit.launch.default"
+
+
+def call_args(target, op_id, inputs):
+    """The arguments `target` (operator()'s answer) takes for these inputs."""
+    return (op_id, *inputs) if is_fixed(target) else (op_id, list(inputs))
+
+
+def launch(op_id, inputs, n_outputs=1):
+    """The op's outputs (a list), through the operator the rewrite emits for it."""
+    target = operator(len(inputs), n_outputs)
+    out = target(*call_args(target, op_id, inputs))
+    return [out] if isinstance(out, torch.Tensor) else list(out)
+
+
+_arity = []
+
+
+def _fixed_arity():
+    if not _arity:
+        _arity.extend(torch.ops.fusekit.fixed_arity())
+    return _arity

@@ -39,7 +39,8 @@ def rewrite_module(gm, package_dir, plan, arch=None, shapes="exact", allow_ptx=F
 def optimize(module, package_dir, example_inputs, dims=None, plan=None, name=None, arch=None, shapes="exact",
              allow_ptx=False, fusekit_bin=None):
     """`module` exported (torch.export, eval mode) with every plan region the
-    package has a kernel for replaced by a fusekit::launch call.
+    package has a kernel for replaced by a call of a fusekit launch operator
+    (ops.operator: launch_<inputs>_<outputs>).
 
     plan: a plan path or dict (default: the one the package was built from,
     else `fusekit plan` on this capture); arch: decide for this arch instead of

@@ -1,4 +1,5 @@
-"""Replacing a plan's regions in an exported FX graph by fusekit::launch calls.
+"""Replacing a plan's regions in an exported FX graph by calls of fusekit's launch
+operators (ops.operator: launch_<inputs>_<outputs>, else the generic launch).
 
 Graph node names are FX node names, or NODE::part for the extra graph nodes
 one FX node became (aten_map); a region replaces the FX nodes all of whose
@@ -34,6 +35,7 @@ class Region:
     op_id: int = -1
     sources: list = field(default_factory=list)   # per kernel input: ("node"|"matmul"|"attr", name)
     outputs: list = field(default_factory=list)   # the original FX nodes the kernel's outputs replace
+    operator: str = ""                            # the operator the graph calls ("fusekit.launch_2_1.default")
 
     def line(self):
         what = "kernel  " if self.replaced else "fallback"
@@ -220,8 +222,9 @@ class Rewriter:
         for entry in self.plan.entries:
             for k, occ in enumerate(entry.occurrences):
                 try:
-                    detail, shape, op_id, sources, outs = self._replace(entry, occ)
-                    self.regions.append(Region(entry.name, k, occ.nodes, True, detail, shape, op_id, sources, outs))
+                    detail, shape, op_id, sources, outs, target = self._replace(entry, occ)
+                    self.regions.append(Region(entry.name, k, occ.nodes, True, detail, shape, op_id, sources, outs,
+                                               target))
                 except Fallback as why:
                     self.regions.append(Region(entry.name, k, occ.nodes, False, str(why), list(occ.shape)))
         # A launch sits after its region's last node, so a user of an earlier
@@ -270,9 +273,9 @@ class Rewriter:
             raise Fallback(choice.reason)
         sources = [self._source(node) for node in inputs]
         outs = [node.name for node in outputs]
-        op_id = self._splice(entry, region, inputs, outputs, out_val)
+        op_id, target = self._splice(entry, region, inputs, outputs, out_val)
         names = [d if isinstance(d, int) else self.symbols.get(str(d), str(d)) for d in shape]
-        return choice.describe(), names, op_id, sources, outs
+        return choice.describe(), names, op_id, sources, outs, target
 
     def _source(self, node):
         if isinstance(node, tuple):
@@ -314,22 +317,27 @@ class Rewriter:
                     args.append(_bias_free(g, node[1]))
                 else:
                     args.append(node)
-            launch = g.call_function(torch.ops.fusekit.launch.default, (op_id, args))
+            # The graph calls the operator itself (no Python wrapper): the fixed arity where the family has it.
+            target = ops.operator(len(args), len(outputs))
+            launch = g.call_function(target, ops.call_args(target, op_id, args))
             launch.meta["fusekit_entry"] = entry.name
-        getters = []
-        with g.inserting_after(launch):
-            for k, node in enumerate(outputs):
-                getters.append(g.call_function(operator.getitem, (launch, k)))
-        for k, (node, get) in enumerate(zip(outputs, getters)):
-            get.meta["val"] = node.meta.get("val")
-            node.replace_all_uses_with(get)
-            self.renamed[node.name] = get
-            self.original[get] = node.name
-        launch.meta["val"] = [o.meta.get("val") for o in outputs]
+        vals = [o.meta.get("val") for o in outputs]
+        if ops.is_fixed(target) and len(outputs) == 1:
+            holders = [launch]  # returns the Tensor itself: no getitem
+            launch.meta["val"] = vals[0]
+        else:
+            with g.inserting_after(launch):
+                holders = [g.call_function(operator.getitem, (launch, k)) for k in range(len(outputs))]
+            launch.meta["val"] = tuple(vals) if ops.is_fixed(target) else vals
+        for node, holder, val in zip(outputs, holders, vals):
+            holder.meta["val"] = val
+            node.replace_all_uses_with(holder)
+            self.renamed[node.name] = holder
+            self.original[holder] = node.name
         for node in sorted(list(region.whole) + list(region.split.values()), key=_position(g), reverse=True):
             if not node.users:
                 g.erase_node(node)
-        return op_id
+        return op_id, str(target)
 
 
 def _bias_free(g, node):

@@ -26,7 +26,7 @@ if not WORK or not os.path.isdir(WORK):
                 allow_module_level=True)
 
 import torch_models  # noqa: E402
-from fusekit.torch import explain, optimize, verify  # noqa: E402
+from fusekit.torch import explain, ops, optimize, verify  # noqa: E402
 
 CASES = sorted(d for d in glob.glob(os.path.join(WORK, "*")) if os.path.isdir(os.path.join(d, "pkg")))
 SELECT = os.environ.get("FUSEKIT_MODEL_CASES", "-b1-,-decode-").split(",")
@@ -47,6 +47,11 @@ def test_every_replaced_region_matches_eager(case_dir):
     print(explain(gm))
     replaced = [r for r in gm.fusekit_regions if r.replaced]
     assert replaced, "no region took a kernel:\n" + explain(gm)
+    # The graph calls the fixed-arity operator of each region's arity (what the per-call bar measures).
+    calls = [str(n.target) for n in gm.graph.nodes if ops.is_launch(n.target)]
+    assert sorted(calls) == sorted(r.operator for r in replaced), calls
+    assert all(r.operator == str(ops.operator(len(r.sources), len(r.outputs))) for r in replaced)
+    assert any(ops.is_fixed(t) for t in calls), calls
     checks = verify.check_regions(c.module, c.inputs, gm)
     bad = [x for x in checks if not x["ok"]]
     assert len(checks) == len(replaced) and not bad, bad
@@ -90,21 +95,30 @@ def test_operator_opcheck_on_cuda():
     region = next(r for r in gm.fusekit_regions if r.replaced)
     ref_gm, values = verify.eager_values(c.module, c.inputs)
     ins = verify._inputs(region, ref_gm, values, gm)
-    torch.library.opcheck(torch.ops.fusekit.launch.default, (region.op_id, ins),
+    target = ops.operator(len(ins), len(region.outputs))
+    assert ops.is_fixed(target) and str(target) == region.operator
+    torch.library.opcheck(target, ops.call_args(target, region.op_id, ins),
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+    # The generic operator, kept for entries wider than the family, gives the same outputs.
+    n = len(region.outputs)
+    for got, want in zip(torch.ops.fusekit.launch(region.op_id, ins), ops.launch(region.op_id, ins, n)):
+        torch.testing.assert_close(got, want)
     # An offset view (misaligned for vector loads) either runs or fails with the package's message: never a crash.
     full = ins[0]
     shifted = torch.empty(full.numel() + 1, dtype=full.dtype, device=full.device)[1:].view_as(full).copy_(full)
     try:
-        out = torch.ops.fusekit.launch(region.op_id, [shifted] + ins[1:])
-        torch.testing.assert_close(out[0], torch.ops.fusekit.launch(region.op_id, ins)[0])
+        out = ops.launch(region.op_id, [shifted] + ins[1:], n)
+        torch.testing.assert_close(out[0], ops.launch(region.op_id, ins, n)[0])
     except RuntimeError as e:
         assert "fusekit op" in str(e)
+    # On CUDA too a wrong dtype is a Python exception naming the tensor.
+    with pytest.raises(ValueError, match="this kernel was built for"):
+        ops.launch(region.op_id, [ins[0].double()] + ins[1:], n)
 
 
 def test_inductor_reduce_overhead_over_the_optimized_module():
     """torch.compile(mode="reduce-overhead") of the rewritten module: Inductor
-    keeps fusekit::launch as an extern call (its fake kernel) inside its CUDA graphs."""
+    keeps the launch operators as extern calls (their fake kernels) inside its CUDA graphs."""
     d = next((d for d in CASES if "-b1-" in d), None)
     if d is None:
         pytest.skip("no batch-1 case built")

@@ -14,7 +14,10 @@
 # the tune's options (--backend nvrtc), TORCH_MEMCHECK=0 skips one forward of
 # each model at TORCH_MEMCHECK_SIZE (b1) under compute-sanitizer (memcheck.txt),
 # TORCH_REGIONS=0 skips timing each region's kernel against torch.compile of
-# its own ops (regions.json).
+# its own ops (regions.json). models.json's host_overhead (also in the log) is
+# the per-call bar: the host time of the operator the rewrite emits for the
+# first region (launch_<inputs>_<outputs>) against torch.add, the same call as
+# an FX graph node, and the generic launch(op, [inputs]) it replaced.
 need_bins fusekit
 work=/tmp/fusekit_torch_models
 models=${TORCH_MODELS:-bert gpt2 llama resnet50}
@@ -71,6 +74,8 @@ timeout 420 python3 bench/models.py bench --work "$work" --models $models $sizes
   --out "$out/models.json" >"$out/bench.txt" 2>&1
 note bench $?
 [ -f "$out/models.json" ] && python3 bench/models.py table "$out/models.json" >"$out/models.md" 2>>"$log"
+[ -f "$out/models.json" ] && python3 -c "import json, sys; print('host_overhead', json.load(open(sys.argv[1])).get('host_overhead'))" \
+  "$out/models.json" >>"$log" 2>&1
 
 if [ "${TORCH_REGIONS:-1}" != 0 ]; then
   step each region against torch.compile
