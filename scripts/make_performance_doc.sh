@@ -9,7 +9,7 @@ h=bench/results/2026-12-01-h200
 py=${PYTHON:-$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)}
 "$py" scripts/performance_report.py docs/performance.md --plots img --history c08d2e3 \
   --section docs/performance/pytorch_models.md --section docs/performance/gemm_epilogues.md \
-  --section docs/performance/general_layouts.md \
+  --section docs/performance/general_layouts.md --section docs/performance/halide_backend.md \
   --peers b0d82bd "$h-b0d82bd-peers-peers.json" \
   --peers-command "# One device call (b0d82bd-peers, 296 s), carrying .pkg/lib/libfusekit_kernels.so, the package built here:
 #   OUT=\$OUT PACKAGE=.pkg PEERS_TIMEOUT=450 bash scripts/gpu_peers_session.sh     (at c08d2e3)
