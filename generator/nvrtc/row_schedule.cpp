@@ -2,7 +2,6 @@
 // cannot take.
 #include "generator/nvrtc/row_schedule.h"
 
-#include <algorithm>
 #include <string>
 
 #include "common/errors.h"
@@ -12,35 +11,15 @@
 namespace fusekit {
 namespace {
 
-[[noreturn]] void refuse(const Config& config, const std::string& why) {
-  throw UserError("schedule '" + config.to_string() + "' has " + why);
-}
-
-void check_persist(const RowSchedule& s, const Config& config, DType dtype) {
-  if (s.persist == 0) return;
-  const std::string p = "persist=" + std::to_string(s.persist);
-  if (!s.staged)
-    refuse(config, p + " without a staged row: persistent blocks prefetch into shared memory; set smem=1 and cache > 0");
-  const int64_t vector_bytes = s.vec * static_cast<int64_t>(dtype_bytes(dtype));
-  if (vector_bytes != 4 && vector_bytes != 8 && vector_bytes != 16)
-    refuse(config, p + " with vectors of " + std::to_string(vector_bytes) +
-                       " bytes; an asynchronous copy moves 4, 8 or 16: " + (vector_bytes < 4 ? "raise vec" : "lower vec"));
-}
-
-void check_onepass(const RowSchedule& s, bool onepass, const FusionCandidate& cand, const Config& config) {
-  if (onepass && s.pairs.empty())
-    refuse(config, "onepass=1, but no two reductions of " + cand.name +
-                       " combine together (a mean and the mean of squared deviations from it, or a max and the sum of "
-                       "exp(v - max)): set onepass=0");
-}
-
-void check_wbatch(const RowSchedule& s, const FusionCandidate& cand, const Config& config) {
-  const bool has_weights = std::any_of(cand.inputs.begin(), cand.inputs.end(),
-                                       [](const InputSpec& in) { return in.axes == std::vector<int>{0}; });
-  if (s.wbatch && (!has_weights || s.cache == 0))
-    refuse(config, "wbatch=1, but " +
-                       (s.cache == 0 ? std::string("cache=0 re-reads the row: raise cache")
-                                     : cand.name + " has no weight (an input indexed by the column alone): set wbatch=0"));
+// What the printer knows of the op for can_implement. The pairs are looked
+// for only with onepass=1, as the printer always has (the search draws on
+// Halide's process-wide name counter, which numbers the printed lets).
+OpTraits traits_of(const FusionCandidate& cand, const Pipeline& pipe, bool onepass, std::vector<ReductionPair>* pairs) {
+  OpTraits t;
+  for (const auto& in : cand.inputs) t.weight_inputs += in.axes == std::vector<int>{0};
+  if (onepass) *pairs = find_reduction_pairs(pipe);
+  t.reduction_pairs = static_cast<int>(pairs->size());
+  return t;
 }
 
 }  // namespace
@@ -64,17 +43,13 @@ RowSchedule parse_row_schedule(const FusionCandidate& cand, const Pipeline& pipe
   s.staged = s.cache > 0 && config.get_or("smem", 0) == 1;
   s.unroll = static_cast<int>(config.get_or("unroll", 1));
   s.persist = static_cast<int>(config.get_or("persist", 0));
-  check_persist(s, config, pipe.dtype);
-  const bool onepass = config.get_or("onepass", 0) == 1;
-  if (onepass) s.pairs = find_reduction_pairs(pipe);
-  check_onepass(s, onepass, cand, config);
+  const OpTraits traits = traits_of(cand, pipe, config.get_or("onepass", 0) == 1, &s.pairs);
+  const int element_bytes = static_cast<int>(dtype_bytes(pipe.dtype));
+  if (std::string why = RowReductionTemplate::can_implement(config, element_bytes, traits, cand.name); !why.empty())
+    throw UserError("schedule '" + config.to_string() + "' has " + why);
   s.wbatch = config.get_or("wbatch", 0) == 1;
-  check_wbatch(s, cand, config);
   s.hint = load_hint(config);
   s.min_blocks = static_cast<int>(config.get_or("minb", 0));
-  if (s.min_blocks > 0 && s.persist > 0)
-    refuse(config, "minb=" + std::to_string(s.min_blocks) + " and persist=" + std::to_string(s.persist) +
-                       ": a persistent kernel's bound is its blocks per SM; set minb=0");
   s.fixed_cols = RowReductionTemplate::fixed_row_length(config);
   if (s.fixed_cols != 0) RowReductionTemplate::specialize(config, s.fixed_cols);  // UserError for a length no row has
   s.words = pipe.dtype != DType::kF32 && s.vec >= 2;

@@ -1,6 +1,7 @@
 // A row-reduction config (schedules/row_reduction_template.h) read once into
-// the typed schedule the row printer prints, with the checks that need the
-// op itself (its reductions, its weights) beside the space's.
+// the typed schedule the row printer prints, refused where
+// RowReductionTemplate::can_implement (the rule the space requires too) says
+// the op cannot take it.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +53,7 @@ struct RowSchedule {
 };
 
 // `config` as a RowSchedule for `candidate`; UserError naming the schedule
-// and the fix where the op cannot take it.
+// and the fix where the op cannot take it (can_implement, load_hint, len).
 RowSchedule parse_row_schedule(const FusionCandidate& candidate, const Pipeline& pipeline, const Config& config);
 
 }  // namespace fusekit
