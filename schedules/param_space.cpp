@@ -71,7 +71,11 @@ std::vector<int64_t> searched_values(const ParamDomain& d) {
 }  // namespace
 
 void ParamSpace::require(std::string description, std::function<bool(const Config&)> holds) {
-  constraints_.push_back({std::move(description), std::move(holds)});
+  constraints_.push_back({std::move(description), std::move(holds), {}});
+}
+
+void ParamSpace::require_that(std::function<std::string(const Config&)> why_not) {
+  constraints_.push_back({"", {}, std::move(why_not)});
 }
 
 uint64_t ParamSpace::raw_size() const {
@@ -89,8 +93,13 @@ std::string ParamSpace::violation(const Config& config) const {
     for (int64_t v : d.values) in_domain |= (v == value);
     if (!in_domain) return d.name + "=" + std::to_string(value) + " is outside its domain";
   }
-  for (const auto& c : constraints_)
-    if (!c.holds(config)) return c.description;
+  for (const auto& c : constraints_) {
+    if (c.why_not) {
+      if (std::string why = c.why_not(config); !why.empty()) return why;
+    } else if (!c.holds(config)) {
+      return c.description;
+    }
+  }
   return "";
 }
 

@@ -45,10 +45,12 @@ struct ParamDomain {
   bool searched = true;
 };
 
-// A predicate over configs with the reason printed when it prunes one.
+// A predicate over configs with the reason printed when it prunes one, or
+// (why_not set) a rule that names the reason itself: empty when it holds.
 struct Constraint {
   std::string description;
   std::function<bool(const Config&)> holds;
+  std::function<std::string(const Config&)> why_not;
 };
 
 class ParamSpace {
@@ -57,6 +59,9 @@ class ParamSpace {
   // A parameter outside the search (ParamDomain::searched = false).
   void add_unsearched(std::string name, std::vector<int64_t> values, int64_t absent);
   void require(std::string description, std::function<bool(const Config&)> holds);
+  // A rule that says why a config breaks it (empty when it holds), such as
+  // a template's can_implement, which the printers call too.
+  void require_that(std::function<std::string(const Config&)> why_not);
 
   const std::vector<ParamDomain>& domains() const { return domains_; }
   // Product of the searched domains' sizes, legal or not.

@@ -87,6 +87,7 @@
 
 #include <Halide.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,12 @@ class RowReductionTemplate {
   static ParamSpace space(const ArchLimits& arch, Backend backend, int element_bytes, int cached_inputs,
                           const OpTraits& traits = {});
   static std::vector<Config> seeds(Backend backend, int element_bytes);
+  // Empty when an NVRTC config can run an op with `traits` (named `op` in
+  // the reason) at `element_bytes`, for the rules that need the op; else the
+  // rule it breaks and the fix ("persist=1 without a staged row: ...; set
+  // smem=1 ..."). The space requires it and the printer refuses by it.
+  static std::string can_implement(const Config& config, int element_bytes, const OpTraits& traits,
+                                   const std::string& op = "the op");
   // Elements of a row the registers hold: threads * split * vec * cache.
   static int64_t cached_row(const Config& config);
   // The row length a config is specialized for (`len`); 0 when generic.

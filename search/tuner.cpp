@@ -11,6 +11,7 @@
 #include "fusekit/shape_bucket.h"
 #include "schedules/general_layout_template.h"
 #include "schedules/row_reduction_template.h"
+#include "search/record_fields.h"
 
 namespace fusekit {
 namespace {
@@ -384,13 +385,7 @@ class TuneRun {
                                const MeasureResult& m) const {
     TuningRecord r = base_record(c, p.shape_text, problem_bucket(task_.kind, p));
     r.kernel_hash = kernel_hash(artifact);
-    r.status = m.status;
-    r.error = m.error;
-    r.verify_error = m.verify_error;
-    r.median_us = m.median_us;
-    r.p20_us = m.p20_us;
-    r.p80_us = m.p80_us;
-    r.samples = static_cast<int>(m.samples_us.size());
+    set_measurement(m, &r);
     if (m.median_us > 0) r.bandwidth_gbps = p.bytes_moved(elem_bytes_) / (m.median_us * 1e-6) / 1e9;
     return r;
   }
@@ -405,13 +400,7 @@ class TuneRun {
     r.shape = shape;
     r.shape_bucket = bucket;
     r.arch = arch_.arch.name();
-    r.gpu_name = dev_.gpu_name;
-    r.sm_count = dev_.sm_count;
-    r.driver_version = dev_.driver_version;
-    r.cuda_version = options_.provenance.cuda_version;
-    r.halide_version = options_.provenance.halide_version;
-    r.fusekit_version = options_.provenance.fusekit_version;
-    r.host = options_.provenance.host;
+    set_run_fields(dev_, options_.provenance, &r);
     r.backend = backend_name(c.backend);
     r.params = c.config.to_string();
     r.timestamp = utc_timestamp();

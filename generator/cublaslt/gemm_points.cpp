@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "common/shape_text.h"
 #include "fusekit/shape_bucket.h"
+#include "search/record_fields.h"
 
 namespace fusekit {
 
@@ -77,22 +78,11 @@ std::vector<TuningRecord> gemm_records(const GemmCandidate& c, DType dtype, cons
     r.shape = shape_text({dims.m, dims.n, dims.k});
     r.shape_bucket = gemm_shape_bucket(dims);
     r.arch = device.arch.name();
-    r.gpu_name = device.gpu_name;
-    r.sm_count = device.sm_count;
-    r.driver_version = device.driver_version;
-    r.cuda_version = prov.cuda_version + " cublasLt " + std::to_string(points[i].plan.cublaslt_version);
-    r.halide_version = prov.halide_version;
-    r.fusekit_version = prov.fusekit_version;
-    r.host = prov.host;
+    set_run_fields(device, prov, &r);
+    r.cuda_version += " cublasLt " + std::to_string(points[i].plan.cublaslt_version);
     r.backend = gemm_point_backend(points[i]);
     r.params = gemm_point_params(points[i]);
-    r.status = m.status;
-    r.error = m.error;
-    r.verify_error = m.verify_error;
-    r.median_us = m.median_us;
-    r.p20_us = m.p20_us;
-    r.p80_us = m.p80_us;
-    r.samples = static_cast<int>(m.samples_us.size());
+    set_measurement(m, &r);
     // Bytes of A, the weights and the output, each once.
     const double bytes = static_cast<double>(dtype_bytes(dtype)) *
                          (dims.m * dims.k + c.accumulators * dims.n * dims.k + dims.m * dims.n);

@@ -20,6 +20,7 @@
 #include "cost_model/training_set.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
+#include "tests/support/sample_record.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -152,16 +153,11 @@ TEST(SchedulePrior, PointwiseSchedulesPoolBySizeWithoutARowLength) {
 }
 
 TEST(MeasuredSchedules, OneScheduleUnderTwoSpellingsIsOneSampleAtItsFastest) {
-  TuningRecord r;
+  TuningRecord r = testing::sample_record("halide", 10);
   r.pattern = "softmax";
-  r.dtype = "f32";
   r.shape = "64x1024";
   r.shape_bucket = "rows<=2^6";
-  r.backend = "halide";
-  r.arch = "sm_90";
-  r.status = RecordStatus::kOk;
   r.params = "threads=256";
-  r.median_us = 10;
   TuningRecord spelled = r;
   spelled.params = "lanes=0 threads=256 vec=1";
   spelled.median_us = 12;
@@ -233,7 +229,7 @@ std::pair<double, double> held_out_ranking(const LearnedCostModel& model, const 
 }
 
 // One model trained on the split's training ops, shared by the tests.
-class LearnedCostModelTest : public testing::Test {
+class LearnedCostModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     split_ = new Split(held_out_split());
@@ -266,7 +262,7 @@ TEST_F(LearnedCostModelTest, APairwiseObjectiveRanksHeldOutOpsAndKeepsItsObjecti
   const auto [agree, regret] = held_out_ranking(*pairwise, split_->held, *problems_);
   EXPECT_GT(agree, 0.65) << "pairs ordered as measured";
   EXPECT_LT(regret, 0.5) << "summed top-1 regret against a random pick's";
-  const std::string path = testing::TempDir() + "/cost_model_pairwise.json";
+  const std::string path = ::testing::TempDir() + "/cost_model_pairwise.json";
   pairwise->save(path);
   const auto loaded = LearnedCostModel::load(path);
   const std::vector<float> row = features_of(*pairwise, *problems_, split_->held[0]);
@@ -278,7 +274,7 @@ TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
   const Split& split = *split_;
   ProblemCache& problems = *problems_;
   LearnedCostModel* model = model_;
-  const std::string path = testing::TempDir() + "/cost_model_roundtrip.json";
+  const std::string path = ::testing::TempDir() + "/cost_model_roundtrip.json";
   model->save(path);
   auto loaded = LearnedCostModel::load(path);
   EXPECT_EQ(loaded->info().feature_schema, kCostFeatureSchema);
@@ -296,7 +292,7 @@ TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
 }
 
 TEST(LearnedCostModel, RefusesFilesThatAreNotItsOwn) {
-  const std::string dir = testing::TempDir();
+  const std::string dir = ::testing::TempDir();
   EXPECT_THROW(LearnedCostModel::load(dir + "/no_such_model.json"), UserError);
   const std::string other = dir + "/not_a_model.json";
   std::ofstream(other) << R"({"format": "something else"})";

@@ -14,6 +14,8 @@
 #include "generator/candidates/catalog.h"
 #include "search/measure_worker.h"
 #include "search/tuner.h"
+#include "tests/support/injected_tune.h"
+#include "tests/support/temp_dir.h"
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
@@ -108,26 +110,11 @@ TEST(WorkerGpu, AHangingAndAFaultingKernelAreRecordedAndTheTuneGoesOn) {
   if (!found) GTEST_SKIP() << "no schedule limits for " << measurer->device().arch.name();
   const ArchLimits& arch = *found;
   const FusionCandidate& cand = find_pattern("relu_add");
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fusekit_worker_gpu_" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
-  auto db = open_sqlite_db(path);
+  const std::filesystem::path dir = testing::make_temp_dir("worker_gpu");
+  auto db = open_sqlite_db((dir / "tune.db").string());
   auto wl = make_candidate_workload(cand, DType::kF32);
   InjectingBuilder builder(make_kernel_builder(cand, DType::kF32, arch));
-  TuneTask task;
-  task.workload = wl.get();
-  task.builder = &builder;
-  task.pattern = cand.name;
-  task.pipeline_text = canonical_pipeline_text(cand, DType::kF32);
-  task.pipeline_hash = pipeline_hash(task.pipeline_text);
-  task.domains = {{1 << 20}};
-  task.verify_domain = cand.odd_domain();
-  task.kind = cand.template_kind();
-  TunerOptions opt;
-  opt.backends = {Backend::kNvrtc};
-  opt.budget = 6;
-  opt.hint_twins = 0;
-  opt.measure.launch_deadline_s = 5;
+  const auto [task, opt] = testing::injected_tune(cand, *wl, &builder, 1 << 20, 6, 5);
   const TuneSummary s = tune(task, *measurer, *db, arch, opt);
   ASSERT_EQ(builder.injected_.size(), 2u);
   std::map<std::string, TuningRecord> by_params;
@@ -146,7 +133,7 @@ TEST(WorkerGpu, AHangingAndAFaultingKernelAreRecordedAndTheTuneGoesOn) {
     }
   }
   db.reset();
-  std::filesystem::remove(path);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include "generator/candidates/catalog.h"
 #include "search/measure_wire.h"
 #include "search/tuner.h"
+#include "tests/support/injected_tune.h"
+#include "tests/support/temp_dir.h"
 
 namespace fusekit {
 namespace {
@@ -136,28 +138,13 @@ class InjectingBuilder final : public Builder {
 TEST(Tuner, AHangingAndAFaultingKernelAreRecordedAndTheTuneGoesOn) {
   const FusionCandidate& cand = find_pattern("relu_add");
   const ArchLimits& arch = require_arch("sm_90");
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fusekit_worker_tune_" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
+  const std::filesystem::path dir = testing::make_temp_dir("worker_tune");
   {
-    auto db = open_sqlite_db(path);
+    auto db = open_sqlite_db((dir / "tune.db").string());
     auto wl = make_candidate_workload(cand, DType::kF32);
     InjectingBuilder builder(make_kernel_builder(cand, DType::kF32, arch));
-    TuneTask task;
-    task.workload = wl.get();
-    task.builder = &builder;
-    task.pattern = cand.name;
-    task.pipeline_text = canonical_pipeline_text(cand, DType::kF32);
-    task.pipeline_hash = pipeline_hash(task.pipeline_text);
-    task.domains = {{65536}};
-    task.verify_domain = cand.odd_domain();
-    task.kind = cand.template_kind();
+    auto [task, opt] = testing::injected_tune(cand, *wl, &builder, 65536, 5, 0.5);
     auto measurer = make_worker_measurer(fake_worker());
-    TunerOptions opt;
-    opt.backends = {Backend::kNvrtc};
-    opt.budget = 5;
-    opt.hint_twins = 0;
-    opt.measure.launch_deadline_s = 0.5;
     opt.measure.min_samples = 3;
     const TuneSummary s = tune(task, *measurer, *db, arch, opt);
     EXPECT_EQ(s.failed, 2u);
@@ -171,7 +158,7 @@ TEST(Tuner, AHangingAndAFaultingKernelAreRecordedAndTheTuneGoesOn) {
     for (const auto& [params, status] : by_params)
       if (!builder.injected_.count(params)) EXPECT_EQ(status, RecordStatus::kOk) << params;
   }
-  std::filesystem::remove(path);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
