@@ -5,14 +5,14 @@
 # for sm_90 in f32 at one size of its parsed layout with BACKENDS
 # (nvrtc,halide) and BUDGET (1: each backend's first schedule; the 172 row
 # reductions take most of the time), TUNEFUZZ_JOBS (14) tunes at a time, each
-# into its own database and killed after TUNEFUZZ_TIMEOUT (40) seconds
+# into its own database and killed after TUNEFUZZ_TIMEOUT (60) seconds
 # -> results.tsv: index, layout, size, tune's exit code, whether a usable
 # kernel came out (tune printed a winner), its records ok/total, whether stderr names the
 # op as "without a usable kernel", the expression; without_kernel.tsv: the
 # rows without one, with tune's message. Two checks: every expression without
 # a kernel ended non-zero and was named ("exits name the ones without"), and
 # every expression has a kernel. An expression not started by the deadline
-# (TUNEFUZZ_DEADLINE, 200 s after the first) counts against both.
+# (TUNEFUZZ_DEADLINE, 180 s after the first) counts against both.
 need_bins fusekit fuzz_corpus
 count=${TUNEFUZZ_COUNT:-600}
 work=/tmp/fusekit-tunefuzz
@@ -49,7 +49,7 @@ tune_one() {
 }
 export -f tune_one
 export bin work
-export deadline=$(($(date +%s) + ${TUNEFUZZ_DEADLINE:-200})) per_tune=${TUNEFUZZ_TIMEOUT:-40}
+export deadline=$(($(date +%s) + ${TUNEFUZZ_DEADLINE:-180})) per_tune=${TUNEFUZZ_TIMEOUT:-60}
 export backends=${BACKENDS:-nvrtc,halide} budget=${BUDGET:-1}
 
 step "tunes: ${TUNEFUZZ_JOBS:-14} at a time, backends $backends, budget $budget"
