@@ -56,7 +56,6 @@ std::string variant_key_from_explain(const std::string& w) {
   return w.substr(0, open) + " | " + w.substr(comma + 2, semi - comma - 2) + " | " + bucket;
 }
 
-
 // Checks run, failed and skipped; `stopped` after a fault that leaves the
 // context unusable.
 struct Tally {

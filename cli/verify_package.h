@@ -22,11 +22,11 @@ int verify_package(const std::string& dir, int64_t max_elements);
 // in shape bucket k, i.e. 2^(k-1) < n <= 2^k; for a row bucket row_k >= 0
 // (row reductions), with a row length in 2^(row_k-1) < cols <= 2^row_k, and
 // as many rows (at least one) as keep the count in bucket k.
+std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, int row_k = -1);
+
 // The op a package's manifest names: a catalog entry, a GEMM's tail (laid
 // out over [M, N]), else the expression the manifest keeps for an --expr op
 // or a plan entry; nullopt when it is none of those.
 std::optional<FusionCandidate> package_op(const nlohmann::json& manifest, const std::string& op);
-
-std::vector<int64_t> odd_domain_in_bucket(const FusionCandidate& cand, int k, int row_k = -1);
 
 }  // namespace fusekit

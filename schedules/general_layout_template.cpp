@@ -91,10 +91,9 @@ int output_position(const GeneralLayoutShape& s, int a) {
   return it == s.output_axes.end() ? -1 : static_cast<int>(it - s.output_axes.begin());
 }
 
-// Unrolls a thread's serial reduction loop by U. With a second reduced
-// axis its loop goes inside the split one and is unrolled: the split
-// axis's bounds check then stays outside the U loads, which can all be in
-// flight at once (an unrolled guarded loop would wait on each load).
+// Unrolls a thread's serial reduction loop by U: the second reduced axis's
+// loop, moved inside the split axis's, when there is one (its iterations
+// share the split axis's bounds check), else the split axis's outer loop.
 void unroll_partial(Func partial, const RDom& r, const RVar& ro, int unroll, const std::string& n) {
   RVar uo("fk_guo" + n), ui("fk_gui" + n);
   if (r.dimensions() >= 2) {
@@ -106,8 +105,7 @@ void unroll_partial(Func partial, const RDom& r, const RVar& ro, int unroll, con
 
 // One block per kept element; S threads share each reduction's innermost
 // reduced axis (rfactor), their partials in shared memory at the block,
-// then one thread sums them. Each thread's serial loop over that axis is
-// unrolled by U, so U loads are in flight before the first add waits.
+// then one thread sums them; each thread's serial loop unrolled by U.
 void apply_cooperative(const GeneralLayoutShape& s, int split, int unroll) {
   Func out = s.output;
   std::vector<VarOrRVar> blocks;
@@ -123,7 +121,7 @@ void apply_cooperative(const GeneralLayoutShape& s, int split, int unroll) {
     const std::string n = std::to_string(k);
     RVar ro("fk_gro" + n), ri("fk_gri" + n);
     Var u("fk_gu" + n);
-    total.update().split(r[0], ro, ri, split, TailStrategy::Predicate);
+    total.update().split(r[0], ro, ri, split, TailStrategy::GuardWithIf);
     Func partial = total.update().rfactor(ri, u);
     partial.bound(u, 0, split).compute_at(out, at).store_in(MemoryType::GPUShared);
     partial.gpu_threads(u);
