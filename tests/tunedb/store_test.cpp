@@ -54,6 +54,17 @@ class StoreTest : public TuneDbTest, public ::testing::WithParamInterface<std::s
   std::map<std::string, std::string> uris_;
 };
 
+// Checks that `sel` took `best` and passed over `other` alone; `reason`
+// gets why it passed it over (empty when it did not).
+void expect_took_over(const Selection& sel, const TuningRecord& best, const TuningRecord& other, std::string* reason) {
+  reason->clear();
+  ASSERT_TRUE(sel.best.has_value());
+  EXPECT_EQ(sel.best->id, best.id);
+  ASSERT_EQ(sel.passed_over.size(), 1u);
+  EXPECT_EQ(sel.passed_over[0].record.id, other.id);
+  *reason = sel.passed_over[0].reason;
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
 
@@ -240,12 +251,9 @@ TEST_P(StoreTest, StaleRecordsRankBelowMatchingOnes) {
   EXPECT_EQ(db->best(key)->id, elsewhere.id);  // no target: every record counts
   RecordOrigin target;
   target.cuda_version = "13.0";
-  const Selection sel = select_winner(db->key_records(key, false), target);
-  ASSERT_TRUE(sel.best.has_value());
-  EXPECT_EQ(sel.best->id, here.id);
-  ASSERT_EQ(sel.passed_over.size(), 1u);
-  EXPECT_EQ(sel.passed_over[0].record.id, elsewhere.id);
-  EXPECT_NE(sel.passed_over[0].reason.find("CUDA 12.4 (not 13.0)"), std::string::npos) << sel.passed_over[0].reason;
+  std::string reason;
+  expect_took_over(select_winner(db->key_records(key, false), target), here, elsewhere, &reason);
+  EXPECT_NE(reason.find("CUDA 12.4 (not 13.0)"), std::string::npos) << reason;
 }
 
 // A GEMM record of another cuBLASLt ranks below one of the target's in every
@@ -268,12 +276,9 @@ TEST_P(StoreTest, GemmRecordsOfAnotherCublasRankBelowMatchingOnes) {
   target.gpu_name = "NVIDIA H200";
   target.cuda_version = "13.0";
   target.cublas_version = "130100";
-  const Selection sel = select_winner(db->key_records(key, false), target);
-  ASSERT_TRUE(sel.best.has_value());
-  EXPECT_EQ(sel.best->id, here.id);
-  ASSERT_EQ(sel.passed_over.size(), 1u);
-  EXPECT_EQ(sel.passed_over[0].record.id, other.id);
-  EXPECT_EQ(sel.passed_over[0].reason, "stale: cuBLASLt 130000 (not 130100)");
+  std::string reason;
+  expect_took_over(select_winner(db->key_records(key, false), target), here, other, &reason);
+  EXPECT_EQ(reason, "stale: cuBLASLt 130000 (not 130100)");
   target.cublas_version = "130000";
   EXPECT_EQ(select_winner(db->key_records(key, false), target).best->id, other.id);
 }
