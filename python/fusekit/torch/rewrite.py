@@ -33,7 +33,7 @@ class Region:
     detail: str                      # the kernel taken, or why not
     shape: list = field(default_factory=list)
     op_id: int = -1
-    sources: list = field(default_factory=list)   # per kernel input: ("node"|"matmul"|"attr", name)
+    sources: list = field(default_factory=list)   # per input: ("node"|"contiguous"|"matmul"|"attr", name)
     outputs: list = field(default_factory=list)   # the original FX nodes the kernel's outputs replace
     operator: str = ""                            # the operator the graph calls ("fusekit.launch_2_1.default")
 
@@ -265,17 +265,21 @@ class Rewriter:
             vals[name] = v
         for name, node in zip(entry.output_names, outputs):
             _check_value(entry, name, node, entry.dtype)
-        self._check_shapes(entry, vals, shape)
+        copies = self._check_shapes(entry, vals, shape)
         concrete = _concrete(shape)
         elements, rows = _elements(entry.layout, shape) if concrete else (None, None)
         choice = self.package.choose(entry.name, entry.dtype, self.sm, elements, rows, self.shapes, self.allow_ptx)
         if not choice.replace:
             raise Fallback(choice.reason)
-        sources = [self._source(node) for node in inputs]
+        sources = [("contiguous", src[1]) if name in copies else src
+                   for name, src in zip(entry.input_names, map(self._source, inputs))]
         outs = [node.name for node in outputs]
-        op_id, target = self._splice(entry, region, inputs, outputs, out_val)
+        op_id, target = self._splice(entry, region, inputs, outputs, out_val, copies)
         names = [d if isinstance(d, int) else self.symbols.get(str(d), str(d)) for d in shape]
-        return choice.describe(), names, op_id, sources, outs, target
+        detail = choice.describe()
+        if copies:
+            detail += "; copies strided input " + ", ".join(f"'{n}'" for n in sorted(copies)) + " to contiguous first"
+        return detail, names, op_id, sources, outs, target
 
     def _source(self, node):
         if isinstance(node, tuple):
@@ -285,20 +289,28 @@ class Rewriter:
         return ("node", self.original.get(node, node.name))
 
     def _check_shapes(self, entry, vals, shape):
+        """Checks each input against the region's shape; returns the names of
+        full-shape inputs that are strided views (a head split's transpose):
+        the rewrite copies them to contiguous before the kernel, one copy
+        against the several kernels the region's ops would launch."""
+        copies = set()
         for name, v in vals.items():
             mask = _axes_mask(entry, name)
             if mask == 0:
                 if list(v.shape) != shape:
                     raise Fallback(f"input '{name}' has shape {list(v.shape)}, the region {shape}")
                 if entry.layout != "flat" and not v.is_contiguous():
-                    cl = v.dim() == 4 and v.is_contiguous(memory_format=torch.channels_last)
-                    raise Fallback(f"input '{name}' is {'channels-last' if cl else 'strided'}; the {entry.layout} "
-                                   "kernel indexes a contiguous tensor")
+                    # Channels-last stays as it is: a copy there would also change what the next conv reads.
+                    if v.dim() == 4 and v.is_contiguous(memory_format=torch.channels_last):
+                        raise Fallback(f"input '{name}' is channels-last; the {entry.layout} "
+                                       "kernel indexes a contiguous tensor")
+                    copies.add(name)
             elif _concrete(shape) and v.numel() != _broadcast_numel(entry.layout, shape, mask):
                 raise Fallback(f"input '{name}' has {v.numel()} elements; the kernel indexes "
                                f"{_broadcast_numel(entry.layout, shape, mask)} for axes {entry.broadcast[name]}")
+        return copies
 
-    def _splice(self, entry, region, inputs, outputs, out_val):
+    def _splice(self, entry, region, inputs, outputs, out_val, copies):
         from . import ops
         occ = region.occ
         op_id = -1
@@ -312,11 +324,11 @@ class Rewriter:
         last = max(list(region.whole) + list(region.split.values()), key=_position(g))
         with g.inserting_after(last):
             args = []
-            for node in inputs:
+            for name, node in zip(entry.input_names, inputs):
                 if isinstance(node, tuple):
                     args.append(_bias_free(g, node[1]))
                 else:
-                    args.append(node)
+                    args.append(_contiguous(g, node) if name in copies else node)
             # The graph calls the operator itself (no Python wrapper): the fixed arity where the family has it.
             target = ops.operator(len(args), len(outputs))
             launch = g.call_function(target, ops.call_args(target, op_id, args))
@@ -350,6 +362,15 @@ def _bias_free(g, node):
             mm = g.call_function(torch.ops.aten.mm.default, (node.args[1], node.args[2]))
     mm.meta["val"] = node.meta.get("val")
     return mm
+
+
+def _contiguous(g, node):
+    """A contiguous copy of `node`'s tensor, inserted at the current point."""
+    copy = g.call_function(torch.ops.aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
+    v = _val(node)
+    if v is not None:
+        copy.meta["val"] = v.clone(memory_format=torch.contiguous_format)
+    return copy
 
 
 def _position(g):

@@ -28,6 +28,8 @@ def _inputs(region, gm, values, optimized):
     for kind, name in region.sources:
         if kind == "node":
             out.append(values[name])
+        elif kind == "contiguous":  # a strided view the rewritten graph copies first
+            out.append(values[name].contiguous())
         elif kind == "attr":
             out.append(operator.attrgetter(name)(optimized))
         else:  # the matmul of a linear whose bias the kernel adds
