@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "common/shape_text.h"
 #include "generator/nvrtc/pointwise_printer.h"
+#include "generator/halide/cpu_jit_target.h"
 #include "generator/halide/halide_backend.h"
 #include "generator/build/isolated_build.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
@@ -54,7 +55,7 @@ class CandidateWorkload final : public Workload {
         .split(inner, inner, lane, 8, Halide::TailStrategy::GuardWithIf)
         .vectorize(lane);
     pipeline_ = Halide::Pipeline(f);
-    pipeline_.compile_jit(Halide::get_host_target());
+    pipeline_.compile_jit(cpu_jit_target());
   }
 
   std::string name() const override { return cand_.name; }

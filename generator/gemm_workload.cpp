@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "common/shape_text.h"
+#include "generator/halide/cpu_jit_target.h"
 
 namespace fusekit {
 namespace {
@@ -20,7 +21,7 @@ class GemmWorkload final : public Workload {
     }
     ref_.output.parallel(row).vectorize(col, 8, Halide::TailStrategy::GuardWithIf);
     pipeline_ = Halide::Pipeline(ref_.output);
-    pipeline_.compile_jit(Halide::get_host_target());
+    pipeline_.compile_jit(cpu_jit_target());
   }
 
   std::string name() const override { return cand_.name; }
