@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -95,30 +96,124 @@ std::string kind_of(const MeasuredSchedule& s) {
   return std::string(s.rows ? "rows" : "pointwise") + " " + s.dtype + " " + s.backend;
 }
 
+// Every schedule as a sample under an empty prior (NaN prior features), with
+// its keys: each fold fills the prior's features from its own training schedules.
+struct EvalSamples {
+  ProblemCache problems;
+  std::vector<CostSample> samples;
+  std::vector<ScheduleKeys> keys;
+  size_t base = cost_feature_names().size();
+
+  EvalSamples(const std::vector<MeasuredSchedule>& schedules, const ModelEvalOptions& o) {
+    const SchedulePrior none;
+    for (const auto& s : schedules) {
+      samples.push_back(cost_sample(problems, s, none));
+      keys.push_back(schedule_keys(problems, s));
+    }
+    assign_groups(schedules, &samples);
+    if (o.fast_weight >= 0) weigh_samples(schedules, o.fast_weight, &samples);
+  }
+
+  // Sample i's features with the prior's part from `prior` (`own`: the group left out of it).
+  std::vector<float> features(size_t i, const SchedulePrior& prior, const std::string& own) const {
+    std::vector<float> f(samples[i].features.begin(), samples[i].features.begin() + base);
+    const std::vector<float> p = prior.features(keys[i], own);
+    f.insert(f.end(), p.begin(), p.end());
+    return f;
+  }
+};
+
+// One fold: the held-out schedules by group, and a model with its prior trained on the rest.
+struct Fold {
+  std::map<std::string, std::vector<size_t>> groups;
+  SchedulePrior prior;
+  std::unique_ptr<LearnedCostModel> model;
+  size_t trained_on = 0;
+};
+
+Fold train_fold(const std::vector<MeasuredSchedule>& schedules, EvalSamples& ev, const ModelEvalOptions& o,
+                const std::function<std::string(const MeasuredSchedule&)>& fold_of, const std::string& fold) {
+  Fold f;
+  std::vector<MeasuredSchedule> train_schedules;
+  std::vector<size_t> train_index;
+  std::set<std::string> archs;
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    if (fold_of(schedules[i]) == fold) {
+      f.groups[schedules[i].group()].push_back(i);
+      continue;
+    }
+    train_schedules.push_back(schedules[i]);
+    train_index.push_back(i);
+    archs.insert(schedules[i].arch);
+  }
+  if (o.prior) f.prior = schedule_prior(train_schedules, ev.problems);
+  std::vector<CostSample> train;
+  for (size_t i : train_index) {
+    train.push_back(ev.samples[i]);
+    train.back().features = ev.features(i, f.prior, schedules[i].group());
+  }
+  f.trained_on = train.size();
+  if (train.empty()) return f;
+  CostModelInfo info;
+  info.archs.assign(archs.begin(), archs.end());
+  info.training_samples = train.size();
+  f.model = LearnedCostModel::train(train, info, o.train, f.prior);
+  return f;
+}
+
+// The regrets and search counts of one held-out group (`idx`) under the fold's model.
+GroupEval evaluate_group(const std::vector<MeasuredSchedule>& schedules, EvalSamples& ev, const Fold& f,
+                         const std::vector<size_t>& idx, const ModelEvalOptions& o) {
+  std::vector<MeasuredSchedule> group;
+  std::vector<std::vector<float>> rows;
+  std::vector<double> us;
+  std::vector<Candidate> cands;
+  for (size_t i : idx) {
+    group.push_back(schedules[i]);
+    rows.push_back(ev.features(i, f.prior, ""));
+    us.push_back(schedules[i].us);
+    cands.push_back(candidate_of(schedules[i]));
+  }
+  const MeasuredSchedule& first = group.front();
+  const Problem& p = ev.problems.problem(first);
+  const size_t bpe = ev.problems.bytes_per_element(first);
+  const ArchLimits& arch = arch_of(first);
+  const std::vector<float> logs = f.model->predict_rows(rows);
+  const std::vector<double> learned(logs.begin(), logs.end());
+  const std::vector<double> analytic = make_analytic_cost_model(arch)->predict(p, bpe, cands);
+  GroupEval g;
+  g.kind = kind_of(first);
+  g.group = first.group();
+  g.schedules = idx.size();
+  g.learned_top1 = top_k_regret(learned, us, 1);
+  g.learned_pick = group[std::min_element(learned.begin(), learned.end()) - learned.begin()].params;
+  g.best = group[std::min_element(us.begin(), us.end()) - us.begin()].params;
+  g.learned_top8 = top_k_regret(learned, us, 8);
+  g.analytic_top1 = top_k_regret(analytic, us, 1);
+  g.analytic_top8 = top_k_regret(analytic, us, 8);
+  g.analytic_order = order_count(analytic, us, o.within);
+  const double best = *std::min_element(us.begin(), us.end());
+  const double good = static_cast<double>(
+      std::count_if(us.begin(), us.end(), [&](double t) { return t <= best * (1.0 + o.within); }));
+  g.random_order = (static_cast<double>(us.size()) + 1.0) / (good + 1.0);
+  auto guided = f.model->clone();
+  guided->set_arch(arch);
+  const Replay r = replay(*guided, p, bpe, group, o);
+  g.guided = r.found_after;
+  g.stop_after = r.stop_after;
+  g.stop_regret = r.stop_regret;
+  f.model->set_arch(arch);
+  FrozenModel frozen(*f.model);
+  g.guided_static = replay(frozen, p, bpe, group, o).found_after;
+  return g;
+}
+
 }  // namespace
 
 std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& schedules,
                                          const ModelEvalOptions& options,
                                          const std::function<void(const std::string&)>& progress) {
-  ProblemCache problems;
-  // Every sample under an empty prior (NaN prior features), and its keys:
-  // each fold fills the prior's features from its own training schedules.
-  const SchedulePrior none;
-  const size_t base = cost_feature_names().size();
-  std::vector<CostSample> samples;
-  std::vector<ScheduleKeys> keys;
-  for (const auto& s : schedules) {
-    samples.push_back(cost_sample(problems, s, none));
-    keys.push_back(schedule_keys(problems, s));
-  }
-  assign_groups(schedules, &samples);
-  auto with_prior = [&](size_t i, const SchedulePrior& prior, const std::string& own) {
-    std::vector<float> f(samples[i].features.begin(), samples[i].features.begin() + base);
-    const std::vector<float> p = prior.features(keys[i], own);
-    f.insert(f.end(), p.begin(), p.end());
-    return f;
-  };
-  if (options.fast_weight >= 0) weigh_samples(schedules, options.fast_weight, &samples);
+  EvalSamples ev(schedules, options);
   std::vector<GroupEval> out;
   const std::pair<const char*, std::function<std::string(const MeasuredSchedule&)>> holdouts[] = {
       {"workload", [](const MeasuredSchedule& s) { return s.pattern; }},
@@ -128,79 +223,16 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
     std::set<std::string> folds;
     for (const auto& s : schedules) folds.insert(fold_of(s));
     for (const std::string& fold : folds) {
-      std::vector<CostSample> train;
-      CostModelInfo info;
-      std::set<std::string> archs;
-      std::map<std::string, std::vector<size_t>> groups;
-      std::vector<MeasuredSchedule> train_schedules;
-      std::vector<size_t> train_index;
-      for (size_t i = 0; i < schedules.size(); ++i) {
-        if (fold_of(schedules[i]) == fold) {
-          groups[schedules[i].group()].push_back(i);
-          continue;
-        }
-        train_schedules.push_back(schedules[i]);
-        train_index.push_back(i);
-        archs.insert(schedules[i].arch);
-      }
-      const SchedulePrior prior = options.prior ? schedule_prior(train_schedules, problems) : SchedulePrior{};
-      for (size_t i : train_index) {
-        train.push_back(samples[i]);
-        train.back().features = with_prior(i, prior, schedules[i].group());
-      }
-      if (train.empty()) continue;
-      info.archs.assign(archs.begin(), archs.end());
-      info.training_samples = train.size();
-      auto model = LearnedCostModel::train(train, info, options.train, prior);
-      for (const auto& [name, idx] : groups) {
+      const Fold f = train_fold(schedules, ev, options, fold_of, fold);
+      if (!f.model) continue;
+      for (const auto& [name, idx] : f.groups) {
         if (idx.size() < 2) continue;
-        std::vector<MeasuredSchedule> group;
-        std::vector<std::vector<float>> rows;
-        std::vector<double> us;
-        std::vector<Candidate> cands;
-        for (size_t i : idx) {
-          group.push_back(schedules[i]);
-          rows.push_back(with_prior(i, prior, ""));
-          us.push_back(schedules[i].us);
-          cands.push_back(candidate_of(schedules[i]));
-        }
-        const MeasuredSchedule& first = group.front();
-        const Problem& p = problems.problem(first);
-        const size_t bpe = problems.bytes_per_element(first);
-        const ArchLimits& arch = arch_of(first);
-        const std::vector<float> logs = model->predict_rows(rows);
-        const std::vector<double> learned(logs.begin(), logs.end());
-        const std::vector<double> analytic = make_analytic_cost_model(arch)->predict(p, bpe, cands);
-        GroupEval g;
-        g.holdout = holdout;
-        g.fold = fold;
-        g.kind = kind_of(first);
-        g.group = name;
-        g.schedules = idx.size();
-        g.learned_top1 = top_k_regret(learned, us, 1);
-        g.learned_pick = group[std::min_element(learned.begin(), learned.end()) - learned.begin()].params;
-        g.best = group[std::min_element(us.begin(), us.end()) - us.begin()].params;
-        g.learned_top8 = top_k_regret(learned, us, 8);
-        g.analytic_top1 = top_k_regret(analytic, us, 1);
-        g.analytic_top8 = top_k_regret(analytic, us, 8);
-        g.analytic_order = order_count(analytic, us, options.within);
-        const double best = *std::min_element(us.begin(), us.end());
-        const double good = static_cast<double>(
-            std::count_if(us.begin(), us.end(), [&](double t) { return t <= best * (1.0 + options.within); }));
-        g.random_order = (static_cast<double>(us.size()) + 1.0) / (good + 1.0);
-        auto guided = model->clone();
-        guided->set_arch(arch);
-        const Replay r = replay(*guided, p, bpe, group, options);
-        g.guided = r.found_after;
-        g.stop_after = r.stop_after;
-        g.stop_regret = r.stop_regret;
-        model->set_arch(arch);
-        FrozenModel frozen(*model);
-        g.guided_static = replay(frozen, p, bpe, group, options).found_after;
-        out.push_back(g);
+        out.push_back(evaluate_group(schedules, ev, f, idx, options));
+        out.back().holdout = holdout;
+        out.back().fold = fold;
       }
       if (progress)
-        progress(std::string(holdout) + " " + fold + ": trained on " + std::to_string(train.size()) + " schedules");
+        progress(std::string(holdout) + " " + fold + ": trained on " + std::to_string(f.trained_on) + " schedules");
     }
   }
   return out;

@@ -39,57 +39,71 @@ int common_alignment(const std::vector<CUdeviceptr>& pointers) {
   return alignment_of(ored);
 }
 
-// Allocation-free: a few passes over the table (it is small), strings only
-// on the error paths.
-Status select_variant(const fusekit_variant_desc* table, size_t count, const char* op_name, DType dtype,
-                      const DeviceProps& device, int64_t elements, int64_t row_length, int pointer_alignment,
-                      Selection* out) {
-  const int dt = static_cast<int>(dtype);
-  if (!op_name) return Status(StatusCode::kInvalidArgument, "null op name");
+namespace {
+
+// What the table has for an op and dtype on this device, in one pass.
+struct ArchScan {
   bool op_known = false, dtype_known = false, exact = false, ptx = false;
-  int same_major = 0;
+  int same_major = 0;  // the newest cubin of the device's major arch it can run, or 0
+};
+
+ArchScan scan_archs(const fusekit_variant_desc* table, size_t count, const char* op_name, int dt,
+                    const DeviceProps& device) {
+  ArchScan a;
   for (size_t i = 0; i < count; ++i) {
     const fusekit_variant_desc& v = table[i];
     if (std::strcmp(v.op, op_name) != 0) continue;
-    op_known = true;
+    a.op_known = true;
     if (v.dtype != dt) continue;
-    dtype_known = true;
-    exact |= v.sm == device.sm && !device.ptx_only;
-    ptx |= v.sm == 0;
-    if (v.image_kind == 0 && !device.ptx_only && v.sm / 10 == device.sm / 10 && v.sm % 10 <= device.sm % 10 && v.sm > same_major)
-      same_major = v.sm;
+    a.dtype_known = true;
+    a.exact |= v.sm == device.sm && !device.ptx_only;
+    a.ptx |= v.sm == 0;
+    if (v.image_kind == 0 && !device.ptx_only && v.sm / 10 == device.sm / 10 && v.sm % 10 <= device.sm % 10 &&
+        v.sm > a.same_major)
+      a.same_major = v.sm;
   }
-  // Strings only on the error paths below (a name over 15 bytes allocates).
-  if (!op_known) return Status(StatusCode::kNotFound, "the package has no op '" + std::string(op_name) + "'");
-  if (!dtype_known) {
-    std::string dtypes;
-    for (size_t i = 0; i < count; ++i) {
-      const std::string d = dtype_name(static_cast<DType>(table[i].dtype));
-      if (std::strcmp(op_name, table[i].op) == 0 && dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : " ") + d;
-    }
-    return Status(StatusCode::kNotSupported, "op '" + std::string(op_name) + "' was not built for " + dtype_name(dtype) +
-                                                 "; the package has: " + dtypes);
+  return a;
+}
+
+Status unknown_dtype(const fusekit_variant_desc* table, size_t count, const char* op_name, DType dtype) {
+  std::string dtypes;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string d = dtype_name(static_cast<DType>(table[i].dtype));
+    if (std::strcmp(op_name, table[i].op) == 0 && dtypes.find(d) == std::string::npos)
+      dtypes += (dtypes.empty() ? "" : " ") + d;
   }
-  int want_sm;
+  return Status(StatusCode::kNotSupported, "op '" + std::string(op_name) + "' was not built for " + dtype_name(dtype) +
+                                               "; the package has: " + dtypes);
+}
+
+Status no_code_for_arch(const fusekit_variant_desc* table, size_t count, const char* op_name, int dt,
+                        const DeviceProps& device) {
+  std::string archs;
+  for (size_t i = 0; i < count; ++i)
+    if (std::strcmp(op_name, table[i].op) == 0 && table[i].dtype == dt &&
+        archs.find(std::to_string(table[i].sm)) == std::string::npos)
+      archs += " sm_" + std::to_string(table[i].sm);
+  return Status(StatusCode::kNotSupported, "no code for sm_" + std::to_string(device.sm) + " in op '" +
+                                               std::string(op_name) + "' (package has" + archs +
+                                               "); rebuild it with --arch sm_" + std::to_string(device.sm));
+}
+
+// The call a shape choice is made for.
+struct ShapeQuery {
+  const char* op;
+  int dtype, sm;
   const char* arch_step;
-  if (exact) { want_sm = device.sm; arch_step = "exact arch"; }
-  else if (same_major) { want_sm = same_major; arch_step = "same-major cubin"; }
-  else if (ptx) { want_sm = 0; arch_step = "ptx jit"; }
-  else {
-    std::string archs;
-    for (size_t i = 0; i < count; ++i)
-      if (std::strcmp(op_name, table[i].op) == 0 && table[i].dtype == dt && archs.find(std::to_string(table[i].sm)) == std::string::npos)
-        archs += " sm_" + std::to_string(table[i].sm);
-    return Status(StatusCode::kNotSupported, "no code for sm_" + std::to_string(device.sm) + " in op '" + std::string(op_name) +
-                                                 "' (package has" + archs + "); rebuild it with --arch sm_" +
-                                                 std::to_string(device.sm));
-  }
-  // Shape, among variants of that arch whose alignment the pointers meet:
-  // exact bucket, else nearest (ties to the larger), else generic. A row
-  // reduction's row length weighs more than its element count: a schedule
-  // for rows of 65536 is wrong for rows of 1024 whatever the row count.
-  const int b = shape_bucket_log2(elements);
-  const int rb = row_length >= 0 ? shape_bucket_log2(row_length) : -1;
+  int64_t elements, row_length;
+  int pointer_alignment;
+};
+
+// Shape, among variants of the chosen arch whose alignment the pointers meet:
+// exact bucket, else nearest (ties to the larger), else generic. A row
+// reduction's row length weighs more than its element count: a schedule for
+// rows of 65536 is wrong for rows of 1024 whatever the row count.
+Status choose_shape(const fusekit_variant_desc* table, size_t count, const ShapeQuery& q, Selection* out) {
+  const int b = shape_bucket_log2(q.elements);
+  const int rb = q.row_length >= 0 ? shape_bucket_log2(q.row_length) : -1;
   auto steps = [](int have, int want) { return std::abs(have - want) * 2 - (have > want ? 1 : 0); };
   const fusekit_variant_desc* nearest = nullptr;
   const fusekit_variant_desc* generic = nullptr;
@@ -97,11 +111,11 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
   bool too_large = false;
   for (size_t i = 0; i < count; ++i) {
     const fusekit_variant_desc& v = table[i];
-    if (v.sm != want_sm || v.dtype != dt || v.pointer_alignment > pointer_alignment) continue;
-    if (std::strcmp(v.op, op_name) != 0) continue;
-    if (v.row_length > 0 && v.row_length != row_length) continue;  // compiled for another row length
-    if (v.row_multiple > 1 && (row_length <= 0 || row_length % v.row_multiple != 0)) continue;  // unaligned rows
-    if (v.index32 && elements > INT32_MAX) {  // 64-bit indexing needed: a 32-bit kernel would wrap
+    if (v.sm != q.sm || v.dtype != q.dtype || v.pointer_alignment > q.pointer_alignment) continue;
+    if (std::strcmp(v.op, q.op) != 0) continue;
+    if (v.row_length > 0 && v.row_length != q.row_length) continue;  // compiled for another row length
+    if (v.row_multiple > 1 && (q.row_length <= 0 || q.row_length % v.row_multiple != 0)) continue;  // unaligned rows
+    if (v.index32 && q.elements > INT32_MAX) {  // 64-bit indexing needed: a 32-bit kernel would wrap
       too_large = true;
       continue;
     }
@@ -118,24 +132,44 @@ Status select_variant(const fusekit_variant_desc* table, size_t count, const cha
     const int row_rank = v.row_length > 0 ? 0 : 1 + row_steps;
     const int d = row_rank * 256 + steps(v.bucket_log2, b);
     if (d == 0) {
-      *out = Selection{&v, arch_step, "exact row length"};
+      *out = Selection{&v, q.arch_step, "exact row length"};
       return Status();
     }
     if (d < nearest_distance) { nearest_distance = d; nearest = &v; }
   }
   if (nearest) {
-    *out = Selection{nearest, arch_step,
+    *out = Selection{nearest, q.arch_step,
                      nearest->row_length > 0 ? "exact row length" : nearest_distance == 256 ? "exact bucket"
                                                                                             : "nearest bucket"};
     return Status();
   }
-  if (generic) { *out = Selection{generic, arch_step, "generic"}; return Status(); }
+  if (generic) { *out = Selection{generic, q.arch_step, "generic"}; return Status(); }
   if (too_large)
-    return Status(StatusCode::kNotSupported, std::to_string(elements) + " elements need 64-bit indexing, and op '" +
-                                                 std::string(op_name) + "' has only 32-bit (Halide) kernels here; "
+    return Status(StatusCode::kNotSupported, std::to_string(q.elements) + " elements need 64-bit indexing, and op '" +
+                                                 std::string(q.op) + "' has only 32-bit (Halide) kernels here; "
                                                  "rebuild the package with an nvrtc variant");
-  return Status(StatusCode::kInvalidArgument, "tensor pointers are only " + std::to_string(pointer_alignment) +
-                                                  "-byte aligned; op '" + std::string(op_name) + "' needs element alignment");
+  return Status(StatusCode::kInvalidArgument, "tensor pointers are only " + std::to_string(q.pointer_alignment) +
+                                                  "-byte aligned; op '" + std::string(q.op) + "' needs element alignment");
+}
+
+}  // namespace
+
+// Allocation-free: a few passes over the table (it is small), strings only
+// on the error paths (a name over 15 bytes allocates).
+Status select_variant(const fusekit_variant_desc* table, size_t count, const char* op_name, DType dtype,
+                      const DeviceProps& device, int64_t elements, int64_t row_length, int pointer_alignment,
+                      Selection* out) {
+  const int dt = static_cast<int>(dtype);
+  if (!op_name) return Status(StatusCode::kInvalidArgument, "null op name");
+  const ArchScan a = scan_archs(table, count, op_name, dt, device);
+  if (!a.op_known) return Status(StatusCode::kNotFound, "the package has no op '" + std::string(op_name) + "'");
+  if (!a.dtype_known) return unknown_dtype(table, count, op_name, dtype);
+  ShapeQuery q{op_name, dt, 0, nullptr, elements, row_length, pointer_alignment};
+  if (a.exact) { q.sm = device.sm; q.arch_step = "exact arch"; }
+  else if (a.same_major) { q.sm = a.same_major; q.arch_step = "same-major cubin"; }
+  else if (a.ptx) { q.sm = 0; q.arch_step = "ptx jit"; }
+  else return no_code_for_arch(table, count, op_name, dt, device);
+  return choose_shape(table, count, q, out);
 }
 
 Status variant_artifact(const fusekit_variant_desc& v, KernelArtifact* a) {

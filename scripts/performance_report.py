@@ -79,8 +79,8 @@ def main():
         w("Speedup at each op's largest size, and GB/s by size per op (kernel time by CUDA events):\n")
         w("![speedup](%s)\n" % plots[0])
     for path in a.section:
-        with open(path) as f:
-            w(f.read().rstrip() + "\n")
+        with open(path) as f:  # a section under docs/performance/ links ../img/; performance.md is in docs/
+            w(f.read().rstrip().replace("](../img/", "](img/") + "\n")
     w("## How it was measured\n")
     method(w, peers, a.peers_command)
     every_size(w, res)

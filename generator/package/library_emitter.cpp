@@ -103,26 +103,107 @@ nlohmann::json expression_sources(const std::vector<Variant>& variants) {
   return out;
 }
 
+// Arch -> the shape buckets with usable records of `hash`; buckets with a
+// row length supersede those without (records of row ops from before row
+// lengths were bucketed).
+std::map<std::string, std::set<std::string>> record_buckets(const TuneDb& db, const std::string& hash, DType dt) {
+  RecordFilter f;
+  f.dtype = dtype_name(dt);
+  std::map<std::string, std::set<std::string>> buckets;
+  for (const auto& r : db.all(f))
+    if (r.pipeline_hash == hash && (r.status == RecordStatus::kOk || r.status == RecordStatus::kModeled))
+      buckets[r.arch].insert(r.shape_bucket);
+  for (auto& [arch_name, names] : buckets) {
+    std::set<std::string> with_rows;
+    for (const auto& name : names)
+      if (name.find(" cols<=") != std::string::npos) with_rows.insert(name);
+    if (!with_rows.empty()) names = with_rows;
+  }
+  return buckets;
+}
+
+// The winners of one bucket as variants (not built yet), their schedules appended to `batch`.
+void bucket_variants(const TuneDb& db, const EmitOptions& o, const FusionCandidate& cand, DType dt, const Arch& arch,
+                     const std::string& hash, const std::string& bucket, std::vector<Variant>* variants,
+                     std::vector<Candidate>* batch, EmitReport* report) {
+  const TuneKey key{hash, dtype_name(dt), bucket, arch.name()};
+  const BucketChoice choice = choose_bucket_record(db, key, o.target, cand.name + " " + dtype_name(dt));
+  if (!choice.best) return;
+  report->selections.push_back(choice.explanation);
+  // A winner compiled for one row length serves that length; the bucket's
+  // other lengths get its best generic schedule beside it.
+  std::vector<TuningRecord> winners{*choice.best};
+  if (RowReductionTemplate::fixed_row_length(Config::parse(choice.best->params)) > 0)
+    if (choice.best_generic) winners.push_back(*choice.best_generic);
+  for (const TuningRecord& w : winners) {
+    Variant v;
+    v.cand = &cand;
+    v.dtype = dt;
+    if (!parse_shape_bucket(bucket, &v.bucket, &v.row_bucket))
+      throw UserError("record " + w.id + " has a malformed shape bucket '" + bucket +
+                      "'; expected e.g. 'n<=2^20' or 'n<=2^25 cols<=2^10'");
+    v.sm = arch.number();
+    v.schedule = w.params;
+    v.record_id = w.id;
+    v.gpu_name = w.gpu_name;
+    v.measured = w.status == RecordStatus::kOk;
+    batch->push_back({parse_backend(w.backend), Config::parse(w.params)});
+    variants->push_back(std::move(v));
+  }
+}
+
+// Every bucket's winners for one arch plus the generic fallback variant, built, appended to `out`.
+void arch_variants(const TuneDb& db, const EmitOptions& o, const FusionCandidate& cand, DType dt, const Arch& arch,
+                   const std::string& hash, const std::set<std::string>& buckets, std::vector<Variant>* out,
+                   EmitReport* report) {
+  std::vector<Variant> variants;
+  std::vector<Candidate> batch;
+  for (const auto& bucket : buckets) bucket_variants(db, o, cand, dt, arch, hash, bucket, &variants, &batch, report);
+  if (std::none_of(variants.begin(), variants.end(), [](const Variant& v) { return v.measured; }))
+    report->notes.push_back(cand.name + " " + dtype_name(dt) + " " + arch.name() +
+                            ": no measured records; packaged from the model's ranking");
+  Variant g;
+  g.cand = &cand;
+  g.dtype = dt;
+  g.sm = arch.number();
+  const Config generic = generic_schedule(cand.template_kind());
+  g.schedule = generic.to_string();
+  batch.push_back({generic_backend(cand.template_kind()), generic});
+  variants.push_back(std::move(g));
+  std::vector<KernelArtifact> arts = build_all(cand, dt, require_arch(arch.name()), batch);
+  for (size_t i = 0; i < variants.size(); ++i) {
+    variants[i].art = std::move(arts[i]);
+    out->push_back(std::move(variants[i]));
+  }
+}
+
+// Portable PTX: the generic variant and the newest arch's NVRTC winners that
+// the portable target can run (not rows split across a cluster).
+void add_portable_ptx(const FusionCandidate& cand, DType dt, const Arch& newest, std::vector<Variant>* out) {
+  const ParamSpace portable = template_space(cand.template_kind(), *find_arch_limits(kPortablePtx), Backend::kNvrtc,
+                                             static_cast<int>(dtype_bytes(dt)), cand.full_inputs(),
+                                             op_traits(cand, dt));
+  const size_t begin = out->size();
+  for (size_t i = 0; i < begin; ++i) {
+    const Variant& w = (*out)[i];
+    if (w.cand != &cand || w.dtype != dt || w.sm != newest.number() || w.art.backend != "nvrtc") continue;
+    const Config schedule = Config::parse(w.schedule);
+    if (!w.record_id.empty() && !portable.legal(schedule)) continue;
+    Variant p = w;
+    p.sm = 0;
+    p.art = build_ptx(cand, dt, schedule,
+                      "fusekit_ptx_" + cand.name + "_" + dtype_name(dt) + "_" + std::to_string(out->size()));
+    out->push_back(std::move(p));
+  }
+}
+
 std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, EmitReport* report) {
   std::vector<Variant> out;
   for (const auto& cand : o.candidates) {
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
       const std::string hash = pipeline_hash(canonical_pipeline_text(cand, dt));
-      RecordFilter f;
-      f.dtype = dtype_name(dt);
-      std::map<std::string, std::set<std::string>> buckets;  // arch -> buckets
-      for (const auto& r : db.all(f))
-        if (r.pipeline_hash == hash && (r.status == RecordStatus::kOk || r.status == RecordStatus::kModeled))
-          buckets[r.arch].insert(r.shape_bucket);
+      std::map<std::string, std::set<std::string>> buckets = record_buckets(db, hash, dt);
       if (buckets.empty()) continue;
-      // Buckets with a row length supersede those without (records of row
-      // ops from before row lengths were bucketed).
-      for (auto& [arch_name, names] : buckets) {
-        std::set<std::string> with_rows;
-        for (const auto& name : names)
-          if (name.find(" cols<=") != std::string::npos) with_rows.insert(name);
-        if (!with_rows.empty()) names = with_rows;
-      }
       for (const Arch& arch : o.archs)
         if (!buckets.count(arch.name()))
           throw UserError("the database has records of " + cand.name + " " + dtype_name(dt) + " but none for " +
@@ -132,71 +213,9 @@ std::vector<Variant> collect_variants(const TuneDb& db, const EmitOptions& o, Em
       Arch newest = o.archs.front();
       for (const Arch& arch : o.archs) {
         if (newest < arch) newest = arch;
-        const ArchLimits& limits = require_arch(arch.name());
-        bool any_measured = false;
-        std::vector<Variant> arch_variants;
-        std::vector<Candidate> batch;
-        for (const auto& bucket : buckets[arch.name()]) {
-          const TuneKey key{hash, dtype_name(dt), bucket, arch.name()};
-          const BucketChoice choice = choose_bucket_record(db, key, o.target, cand.name + " " + dtype_name(dt));
-          if (!choice.best) continue;
-          report->selections.push_back(choice.explanation);
-          // A winner compiled for one row length serves that length; the
-          // bucket's other lengths get its best generic schedule beside it.
-          std::vector<TuningRecord> winners{*choice.best};
-          if (RowReductionTemplate::fixed_row_length(Config::parse(choice.best->params)) > 0)
-            if (choice.best_generic) winners.push_back(*choice.best_generic);
-          for (const TuningRecord& w : winners) {
-            Variant v;
-            v.cand = &cand;
-            v.dtype = dt;
-            if (!parse_shape_bucket(bucket, &v.bucket, &v.row_bucket))
-              throw UserError("record " + w.id + " has a malformed shape bucket '" + bucket +
-                              "'; expected e.g. 'n<=2^20' or 'n<=2^25 cols<=2^10'");
-            v.sm = arch.number();
-            v.schedule = w.params;
-            v.record_id = w.id;
-            v.gpu_name = w.gpu_name;
-            v.measured = w.status == RecordStatus::kOk;
-            any_measured |= v.measured;
-            batch.push_back({parse_backend(w.backend), Config::parse(w.params)});
-            arch_variants.push_back(std::move(v));
-          }
-        }
-        if (!any_measured)
-          report->notes.push_back(cand.name + " " + dtype_name(dt) + " " + arch.name() +
-                                  ": no measured records; packaged from the model's ranking");
-        Variant g;
-        g.cand = &cand;
-        g.dtype = dt;
-        g.sm = arch.number();
-        const Config generic = generic_schedule(cand.template_kind());
-        g.schedule = generic.to_string();
-        batch.push_back({generic_backend(cand.template_kind()), generic});
-        arch_variants.push_back(std::move(g));
-        std::vector<KernelArtifact> arts = build_all(cand, dt, limits, batch);
-        for (size_t i = 0; i < arch_variants.size(); ++i) {
-          arch_variants[i].art = std::move(arts[i]);
-          out.push_back(std::move(arch_variants[i]));
-        }
+        arch_variants(db, o, cand, dt, arch, hash, buckets[arch.name()], &out, report);
       }
-      // Portable PTX: the generic variant and the newest arch's NVRTC winners
-      // that the portable target can run (not rows split across a cluster).
-      const ParamSpace portable = template_space(cand.template_kind(), *find_arch_limits(kPortablePtx),
-                                                 Backend::kNvrtc, static_cast<int>(dtype_bytes(dt)), cand.full_inputs(),
-                                                 op_traits(cand, dt));
-      const size_t begin = out.size();
-      for (size_t i = 0; i < begin; ++i) {
-        const Variant& w = out[i];
-        if (w.cand != &cand || w.dtype != dt || w.sm != newest.number() || w.art.backend != "nvrtc") continue;
-        const Config schedule = Config::parse(w.schedule);
-        if (!w.record_id.empty() && !portable.legal(schedule)) continue;
-        Variant p = w;
-        p.sm = 0;
-        p.art = build_ptx(cand, dt, schedule,
-                          "fusekit_ptx_" + cand.name + "_" + dtype_name(dt) + "_" + std::to_string(out.size()));
-        out.push_back(std::move(p));
-      }
+      add_portable_ptx(cand, dt, newest, &out);
     }
   }
   return out;
@@ -355,22 +374,97 @@ std::string write_table(const std::vector<Variant>& vs, const fs::path& image_di
   return t.str();
 }
 
-std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>>& ops, const GemmApiText& gemm) {
-  std::ostringstream a;
-  a << "// Generated by `fusekit build`: the C entry points.\n"
-       "#include <cstring>\n#include <string>\n\n#include \"fusekit/gemm_package.h\"\n#include \"fusekit/package.h\"\n"
-       "#include \"fusekit_kernels.h\"\n\n"
-       "fusekit::Package& fusekit_kernels_package();\nfusekit::GemmPackage& fusekit_kernels_gemm_package();\n\n"
-       "namespace {\n\n"
-       "thread_local std::string last_error;\n\n"
-       "int finish(const fusekit::Status& st) {\n"
-       "  if (st.ok()) last_error.clear();\n  else last_error = st.message();\n"
-       "  return static_cast<int>(st.code());\n}\n\n"
-       "// Shape of each op: rank, and per input the axes it is indexed by (bit k = axis k, innermost first; 0 = full);\n"
-       "// a permuted input's axes in storage order (4 bits each, axis + 1, innermost first; 0 = as `axes`), and\n"
-       "// the outputs' axes (bits; 0 = the whole domain).\n"
-       "struct OpShape {\n  const char* op;\n  int rank;\n  int inputs;\n  int outputs;\n  int params;\n"
-       "  unsigned axes[16];\n  unsigned order[16];\n  unsigned out_axes;\n};\n\nconst OpShape kOps[] = {\n";
+// The C entry points' fixed text, in the order write_api emits it around
+// the per-op parts.
+const char* const kApiHead =
+    "// Generated by `fusekit build`: the C entry points.\n"
+    "#include <cstring>\n#include <string>\n\n#include \"fusekit/gemm_package.h\"\n#include \"fusekit/package.h\"\n"
+    "#include \"fusekit_kernels.h\"\n\n"
+    "fusekit::Package& fusekit_kernels_package();\nfusekit::GemmPackage& fusekit_kernels_gemm_package();\n\n"
+    "namespace {\n\n"
+    "thread_local std::string last_error;\n\n"
+    "int finish(const fusekit::Status& st) {\n"
+    "  if (st.ok()) last_error.clear();\n  else last_error = st.message();\n"
+    "  return static_cast<int>(st.code());\n}\n\n"
+    "// Shape of each op: rank, and per input the axes it is indexed by (bit k = axis k, innermost first; 0 = full);\n"
+    "// a permuted input's axes in storage order (4 bits each, axis + 1, innermost first; 0 = as `axes`), and\n"
+    "// the outputs' axes (bits; 0 = the whole domain).\n"
+    "struct OpShape {\n  const char* op;\n  int rank;\n  int inputs;\n  int outputs;\n  int params;\n"
+    "  unsigned axes[16];\n  unsigned order[16];\n  unsigned out_axes;\n};\n\nconst OpShape kOps[] = {\n";
+
+const char* const kApiRun =
+    "// Builds the launch from a domain (innermost first) and pointers, then launches.\n"
+    "// The per-thread shape and argument objects keep their capacity, so a call\n"
+    "// allocates nothing after the first.\n"
+    "int run(const OpShape& op, fusekit::DType dtype, const void* const* in, void* const* out, const float* params,\n"
+    "        const int64_t* domain_outer_first, CUstream stream) {\n"
+    "  thread_local fusekit::LaunchShape s;\n"
+    "  thread_local fusekit::LaunchArgs a;\n"
+    "  s.domain.resize(op.rank);\n"
+    "  for (int k = 0; k < op.rank; ++k) s.domain[k] = domain_outer_first[op.rank - 1 - k];\n"
+    "  s.inputs.resize(op.inputs);\n"
+    "  a.inputs.resize(op.inputs);\n"
+    "  for (int i = 0; i < op.inputs; ++i) {\n"
+    "    s.inputs[i].clear();\n"
+    "    for (unsigned o = op.order[i]; o != 0; o >>= 4) s.inputs[i].push_back(s.domain[(o & 15u) - 1]);\n"
+    "    for (int k = 0; k < op.rank && op.order[i] == 0; ++k)\n"
+    "      if (op.axes[i] == 0 || (op.axes[i] >> k & 1u)) s.inputs[i].push_back(s.domain[k]);\n"
+    "    a.inputs[i] = reinterpret_cast<CUdeviceptr>(in[i]);\n  }\n"
+    "  s.outputs.resize(op.outputs);\n"
+    "  a.outputs.resize(op.outputs);\n"
+    "  for (int o = 0; o < op.outputs; ++o) {\n"
+    "    s.outputs[o] = s.domain;\n"
+    "    if (op.out_axes != 0) {\n"
+    "      s.outputs[o].clear();\n"
+    "      for (int k = 0; k < op.rank; ++k)\n"
+    "        if (op.out_axes >> k & 1u) s.outputs[o].push_back(s.domain[k]);\n"
+    "    }\n"
+    "    a.outputs[o] = reinterpret_cast<CUdeviceptr>(out[o]);\n  }\n"
+    "  a.params.assign(params, params + op.params);\n"
+    "  return finish(fusekit_kernels_package().launch(op.op, dtype, s, a, stream));\n}\n\n"
+    "const OpShape* find_op(const char* name) {\n"
+    "  for (const auto& op : kOps)\n    if (std::strcmp(op.op, name) == 0) return &op;\n  return nullptr;\n}\n\n";
+
+const char* const kApiExtern =
+    "}  // namespace\n\nextern \"C\" {\n\n"
+    "const char* fusekit_last_error(void) { return last_error.c_str(); }\n\n";
+
+const char* const kApiLaunchHead =
+    "int fusekit_launch(const char* op, const char* dtype, const void* const* inputs, int num_inputs,\n"
+    "                   void* const* outputs, int num_outputs, const float* params, int num_params,\n"
+    "                   const int64_t* domain, int rank, CUstream stream) {\n";
+
+const char* const kApiLaunchBodyAndExplain =
+    "  if (!op || !dtype) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"null op or dtype\"));\n"
+    "  const OpShape* s = find_op(op);\n"
+    "  if (!s) return finish(fusekit::Status(fusekit::StatusCode::kNotFound, std::string(\"no op '\") + op + \"' in this package\"));\n"
+    "  auto dt = fusekit::parse_dtype(dtype);\n"
+    "  if (!dt) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, std::string(\"unknown dtype '\") + dtype + \"'\"));\n"
+    "  if (num_inputs != s->inputs || num_outputs != s->outputs || num_params != s->params || rank != s->rank)\n"
+    "    return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument,\n"
+    "        std::string(op) + \" takes \" + std::to_string(s->inputs) + \" inputs, \" + std::to_string(s->outputs) +\n"
+    "        \" outputs, \" + std::to_string(s->params) + \" parameters and a rank-\" + std::to_string(s->rank) + \" domain\"));\n"
+    "  if (!domain || (s->inputs && !inputs) || (s->outputs && !outputs) || (s->params && !params))\n"
+    "    return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"null argument array\"));\n"
+    "  return run(*s, *dt, inputs, outputs, params, domain, stream);\n}\n\n"
+    "int fusekit_explain(const char* op, const char* dtype, const int64_t* domain, int rank,\n"
+    "                    int pointer_alignment, char* buffer, size_t size) {\n"
+    "  auto dt = dtype ? fusekit::parse_dtype(dtype) : std::nullopt;\n"
+    "  if (!op || !dt) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"unknown op or dtype\"));\n"
+    "  if (!domain || rank < 1) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"empty domain\"));\n"
+    "  int64_t elements = 1;\n"
+    "  for (int i = 0; i < rank; ++i) {\n"
+    "    if (domain[i] < 0) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"negative extent \" + std::to_string(domain[i])));\n"
+    "    elements *= domain[i];\n  }\n"
+    "  fusekit::Selection sel;\n"
+    "  fusekit::Status st = fusekit_kernels_package().explain(op, *dt, elements, domain[rank - 1], pointer_alignment, &sel);\n"
+    "  if (st.ok() && buffer && size) {\n"
+    "    std::string d = sel.describe();\n"
+    "    std::strncpy(buffer, d.c_str(), size - 1);\n    buffer[size - 1] = '\\0';\n  }\n"
+    "  return finish(st);\n}\n\n}  // extern \"C\"\n";
+
+// kOps: one OpShape per op (rank, per-input axes, permutations, reduced outputs).
+void write_op_shapes(std::ostringstream& a, const std::vector<std::pair<const FusionCandidate*, DType>>& ops) {
   std::set<std::string> seen;
   for (const auto& [c, dt] : ops) {
     if (!seen.insert(c->name).second) continue;
@@ -397,42 +491,11 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
     }
     a << "},\n";
   }
-  a << "};\n\n"
-       "// Builds the launch from a domain (innermost first) and pointers, then launches.\n"
-       "// The per-thread shape and argument objects keep their capacity, so a call\n"
-       "// allocates nothing after the first.\n"
-       "int run(const OpShape& op, fusekit::DType dtype, const void* const* in, void* const* out, const float* params,\n"
-       "        const int64_t* domain_outer_first, CUstream stream) {\n"
-       "  thread_local fusekit::LaunchShape s;\n"
-       "  thread_local fusekit::LaunchArgs a;\n"
-       "  s.domain.resize(op.rank);\n"
-       "  for (int k = 0; k < op.rank; ++k) s.domain[k] = domain_outer_first[op.rank - 1 - k];\n"
-       "  s.inputs.resize(op.inputs);\n"
-       "  a.inputs.resize(op.inputs);\n"
-       "  for (int i = 0; i < op.inputs; ++i) {\n"
-       "    s.inputs[i].clear();\n"
-       "    for (unsigned o = op.order[i]; o != 0; o >>= 4) s.inputs[i].push_back(s.domain[(o & 15u) - 1]);\n"
-       "    for (int k = 0; k < op.rank && op.order[i] == 0; ++k)\n"
-       "      if (op.axes[i] == 0 || (op.axes[i] >> k & 1u)) s.inputs[i].push_back(s.domain[k]);\n"
-       "    a.inputs[i] = reinterpret_cast<CUdeviceptr>(in[i]);\n  }\n"
-       "  s.outputs.resize(op.outputs);\n"
-       "  a.outputs.resize(op.outputs);\n"
-       "  for (int o = 0; o < op.outputs; ++o) {\n"
-       "    s.outputs[o] = s.domain;\n"
-       "    if (op.out_axes != 0) {\n"
-       "      s.outputs[o].clear();\n"
-       "      for (int k = 0; k < op.rank; ++k)\n"
-       "        if (op.out_axes >> k & 1u) s.outputs[o].push_back(s.domain[k]);\n"
-       "    }\n"
-       "    a.outputs[o] = reinterpret_cast<CUdeviceptr>(out[o]);\n  }\n"
-       "  a.params.assign(params, params + op.params);\n"
-       "  return finish(fusekit_kernels_package().launch(op.op, dtype, s, a, stream));\n}\n\n"
-       "const OpShape* find_op(const char* name) {\n"
-       "  for (const auto& op : kOps)\n    if (std::strcmp(op.op, name) == 0) return &op;\n  return nullptr;\n}\n\n"
-    << gemm.helpers
-    << "}  // namespace\n\nextern \"C\" {\n\n"
-       "const char* fusekit_last_error(void) { return last_error.c_str(); }\n\n"
-    << gemm.entries;
+  a << "};\n\n";
+}
+
+// One typed entry point per op and dtype, forwarding to run().
+void write_typed_entries(std::ostringstream& a, const std::vector<std::pair<const FusionCandidate*, DType>>& ops) {
   for (const auto& [c, dt] : ops) {
     a << signature(*c, dt) << " {\n";
     // Locals are fk_-prefixed; argument names never are (arg_name).
@@ -448,37 +511,15 @@ std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>
       << "  return run(*fk_op, static_cast<fusekit::DType>(" << static_cast<int>(dt)
       << "), fk_in, fk_out, fk_params, fk_domain, stream);\n}\n\n";
   }
-  a << "int fusekit_launch(const char* op, const char* dtype, const void* const* inputs, int num_inputs,\n"
-       "                   void* const* outputs, int num_outputs, const float* params, int num_params,\n"
-       "                   const int64_t* domain, int rank, CUstream stream) {\n"
-    << gemm.route
-    << "  if (!op || !dtype) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"null op or dtype\"));\n"
-       "  const OpShape* s = find_op(op);\n"
-       "  if (!s) return finish(fusekit::Status(fusekit::StatusCode::kNotFound, std::string(\"no op '\") + op + \"' in this package\"));\n"
-       "  auto dt = fusekit::parse_dtype(dtype);\n"
-       "  if (!dt) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, std::string(\"unknown dtype '\") + dtype + \"'\"));\n"
-       "  if (num_inputs != s->inputs || num_outputs != s->outputs || num_params != s->params || rank != s->rank)\n"
-       "    return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument,\n"
-       "        std::string(op) + \" takes \" + std::to_string(s->inputs) + \" inputs, \" + std::to_string(s->outputs) +\n"
-       "        \" outputs, \" + std::to_string(s->params) + \" parameters and a rank-\" + std::to_string(s->rank) + \" domain\"));\n"
-       "  if (!domain || (s->inputs && !inputs) || (s->outputs && !outputs) || (s->params && !params))\n"
-       "    return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"null argument array\"));\n"
-       "  return run(*s, *dt, inputs, outputs, params, domain, stream);\n}\n\n"
-       "int fusekit_explain(const char* op, const char* dtype, const int64_t* domain, int rank,\n"
-       "                    int pointer_alignment, char* buffer, size_t size) {\n"
-       "  auto dt = dtype ? fusekit::parse_dtype(dtype) : std::nullopt;\n"
-       "  if (!op || !dt) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"unknown op or dtype\"));\n"
-       "  if (!domain || rank < 1) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"empty domain\"));\n"
-       "  int64_t elements = 1;\n"
-       "  for (int i = 0; i < rank; ++i) {\n"
-       "    if (domain[i] < 0) return finish(fusekit::Status(fusekit::StatusCode::kInvalidArgument, \"negative extent \" + std::to_string(domain[i])));\n"
-       "    elements *= domain[i];\n  }\n"
-       "  fusekit::Selection sel;\n"
-       "  fusekit::Status st = fusekit_kernels_package().explain(op, *dt, elements, domain[rank - 1], pointer_alignment, &sel);\n"
-       "  if (st.ok() && buffer && size) {\n"
-       "    std::string d = sel.describe();\n"
-       "    std::strncpy(buffer, d.c_str(), size - 1);\n    buffer[size - 1] = '\\0';\n  }\n"
-       "  return finish(st);\n}\n\n}  // extern \"C\"\n";
+}
+
+std::string write_api(const std::vector<std::pair<const FusionCandidate*, DType>>& ops, const GemmApiText& gemm) {
+  std::ostringstream a;
+  a << kApiHead;
+  write_op_shapes(a, ops);
+  a << kApiRun << gemm.helpers << kApiExtern << gemm.entries;
+  write_typed_entries(a, ops);
+  a << kApiLaunchHead << gemm.route << kApiLaunchBodyAndExplain;
   return a.str();
 }
 

@@ -217,6 +217,7 @@ class Rewriter:
         self.regions: List[Region] = []
         self.renamed = {}  # tensor name -> the getitem that now holds it
         self.original = {}  # that getitem -> the tensor name
+        self.copied = {}  # a strided input's node -> its contiguous copy, shared by every region that reads it
 
     def run(self):
         for entry in self.plan.entries:
@@ -328,7 +329,7 @@ class Rewriter:
                 if isinstance(node, tuple):
                     args.append(_bias_free(g, node[1]))
                 else:
-                    args.append(_contiguous(g, node) if name in copies else node)
+                    args.append(self._copy_of(g, node) if name in copies else node)
             # The graph calls the operator itself (no Python wrapper): the fixed arity where the family has it.
             target = ops.operator(len(args), len(outputs))
             launch = g.call_function(target, ops.call_args(target, op_id, args))
@@ -350,6 +351,13 @@ class Rewriter:
             if not node.users:
                 g.erase_node(node)
         return op_id, str(target)
+
+    def _copy_of(self, g, node):
+        """The contiguous copy of `node`: one per tensor however many regions read it
+        (legalize_graph later orders it before every reader)."""
+        if node not in self.copied:
+            self.copied[node] = _contiguous(g, node)
+        return self.copied[node]
 
 
 def _bias_free(g, node):

@@ -6,7 +6,8 @@
 # SIZES 1000003,16777216) -> catalog_records.jsonl, catalog_verified.txt;
 # CATALOG_BACKENDS=nvrtc,halide tunes both in the same run and writes where
 # Halide wins, ties or loses (bench/backend_table.py) -> backend_table.md.
-# FUZZ_COUNT=0 skips the corpus.
+# FUZZ_COUNT=0 skips the corpus; CATALOG_PATTERNS narrows the catalog (a
+# --pattern list, e.g. the row ops at SIZES=4096x4096).
 # Fails when Halide verifies fewer than 99 % of the corpus in a dtype or
 # NVRTC fewer than all of it.
 need_bins fusekit fuzz_corpus
@@ -34,6 +35,7 @@ step "catalog, backends $backends"
 db=/tmp/halide27.db
 rm -f "$db"
 timeout "${TUNE_TIMEOUT:-200}" "$bin/fusekit" tune --arch sm_90 --dtype f32,f16,bf16 --backend "$backends" \
+  ${CATALOG_PATTERNS:+--pattern "$CATALOG_PATTERNS"} \
   --budget "${BUDGET:-3}" --specialize 0 --sizes "${SIZES:-1000003,16777216}" --db "$db" \
   >"$out/catalog_tune.txt" 2>"$out/catalog_progress.txt"
 note "catalog tune" $?
