@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -21,18 +22,16 @@
 namespace fusekit {
 namespace {
 
-class CandidateWorkload final : public Workload {
+// Evaluates a reference pipeline on the CPU: reductions once per row or
+// kept element (in parallel), the output over one flat index in parallel
+// chunks of 8-wide vectors.
+class ReferenceEvaluator {
  public:
-  CandidateWorkload(const FusionCandidate& c, DType dtype, float magnitude)
-      : cand_(c), dtype_(dtype), magnitude_(magnitude), ref_(instantiate(c, dtype, /*f64_reductions=*/true)) {
-    // Row reductions: each computed once per row, rows in parallel, summed
-    // in double.
+  explicit ReferenceEvaluator(Pipeline p) : ref_(std::move(p)) {
     for (auto& r : ref_.reductions) {
       r.total.compute_root().parallel(ref_.vars[1]);
       r.total.update().parallel(ref_.vars[1]);
     }
-    // Reductions over axes: each computed once per kept element, the
-    // outermost kept axis in parallel, in double.
     for (auto& r : ref_.axis_reductions) {
       r.total.compute_root();
       if (r.kept.empty()) continue;
@@ -40,7 +39,6 @@ class CandidateWorkload final : public Workload {
       r.total.parallel(outer);
       r.total.update().parallel(outer);
     }
-    // CPU schedule: one flat index, parallel chunks, 8-wide vectors.
     Halide::Func& f = ref_.output;
     const std::vector<Halide::Var> args = f.args();  // the domain's vars, or a general layout's output axes
     Halide::Var flat = args[0];
@@ -58,60 +56,14 @@ class CandidateWorkload final : public Workload {
     pipeline_.compile_jit(cpu_jit_target());
   }
 
-  std::string name() const override { return cand_.name; }
-  DType dtype() const override { return dtype_; }
+  const Pipeline& pipeline() const { return ref_; }
+  size_t variables() const { return ref_.vars.size(); }
 
-  Problem problem(const std::vector<int64_t>& domain) const override {
-    if (domain.size() != ref_.vars.size())
-      throw UserError("shape with " + std::to_string(domain.size()) + " dims does not fit " + cand_.name + " (" +
-                      layout_name(cand_.layout) + " layout has " + std::to_string(ref_.vars.size()) + ")");
-    Problem p;
-    p.domain = domain;
-    p.shape_text = shape_text({domain.rbegin(), domain.rend()});
-    for (size_t i = 0; i < cand_.inputs.size(); ++i) p.input_dims.push_back(cand_.input_dims(i, domain));
-    for (size_t o = 0; o < cand_.outputs.size(); ++o) p.output_dims.push_back(cand_.output_dims(domain));
-    return p;
-  }
-
-  // Row reductions accumulate rounding error with the row's length: the
-  // f32 tolerances grow by 1 + sqrt(cols) / 16 (3x at 1024 columns, 17x at
-  // 65536), against a reference summed in double; their atol is relative to
-  // each row's scale, which a 65536-wide softmax row has far below 1.
-  Tolerance tolerance(const Problem& problem) const override {
-    Tolerance t = tolerance_for(dtype_);
-    if (cand_.reduces() && !problem.domain.empty()) {
-      t.row_length = problem.domain[0];
-      const double s = 1.0 + std::sqrt(static_cast<double>(problem.domain[0])) / 16.0;
-      t.atol *= s;
-      if (dtype_ == DType::kF32) t.rtol *= s;
-    }
-    // Reductions over axes grow the same way with the elements each sums.
-    if (cand_.general && !ref_.axis_reductions.empty() && !problem.domain.empty()) {
-      int64_t count = 1;
-      for (int a : ref_.axis_reductions.front().reduced) count *= problem.domain.at(a);
-      const double s = 1.0 + std::sqrt(static_cast<double>(count)) / 16.0;
-      t.atol *= s;
-      if (dtype_ == DType::kF32) t.rtol *= s;
-    }
-    return t;
-  }
-
-  // The magnitude applies to full-size inputs (the activations); broadcast
-  // weights and biases stay in [-3, 3).
-  float input_magnitude(size_t input) const override {
-    return input < cand_.inputs.size() && cand_.inputs[input].full() ? magnitude_ : 3.0f;
-  }
-
-  std::vector<float> param_values() const override {
-    std::vector<float> v;
-    for (const auto& p : cand_.params) v.push_back(p.value);
-    return v;
-  }
-
-  void reference(const Problem& problem, const std::vector<HostTensor>& inputs,
-                 std::vector<HostTensor>* outputs) const override {
+  // Fills `outputs` (of the pipeline's storage dtype) from `inputs`.
+  void run(DType dtype, const Problem& problem, const std::vector<HostTensor>& inputs,
+           std::vector<HostTensor>* outputs) {
     outputs->clear();
-    for (const auto& dims : problem.output_dims) outputs->push_back(HostTensor::make(dtype_, dims));
+    for (const auto& dims : problem.output_dims) outputs->push_back(HostTensor::make(dtype, dims));
     auto wrap = [&](const HostTensor& t) {
       std::vector<int> sizes;
       for (int64_t d : t.dims) {
@@ -127,12 +79,144 @@ class CandidateWorkload final : public Workload {
   }
 
  private:
+  Pipeline ref_;
+  Halide::Pipeline pipeline_;
+};
+
+// f32 copies of 16-bit tensors (exact).
+std::vector<HostTensor> widened(const std::vector<HostTensor>& in) {
+  std::vector<HostTensor> out;
+  for (const HostTensor& t : in) {
+    HostTensor w = HostTensor::make(DType::kF32, t.dims);
+    for (int64_t i = 0; i < t.elements(); ++i) w.set(i, t.get(i));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+// How much more an f32 kernel may be off at each element where the reference
+// is ill-conditioned: 4x the two evaluations' disagreement there, for a row
+// reduction the largest in the row (a reduction's rounding is shared by its row).
+std::vector<HostTensor> slack_of(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b,
+                                 int64_t row_length) {
+  std::vector<HostTensor> out;
+  for (size_t t = 0; t < a.size(); ++t) {
+    HostTensor s = HostTensor::make(DType::kF32, a[t].dims);
+    const int64_t n = a[t].elements();
+    const int64_t row = row_length > 0 && n % row_length == 0 ? row_length : 1;
+    for (int64_t begin = 0; begin < n; begin += row) {
+      float worst = 0;
+      for (int64_t i = begin; i < begin + row; ++i) {
+        const float d = std::fabs(a[t].get(i) - b[t].get(i));
+        if (std::isfinite(d)) worst = std::max(worst, d);
+      }
+      for (int64_t i = begin; i < begin + row; ++i) s.set(i, 4.0f * worst);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+class CandidateWorkload final : public Workload {
+ public:
+  CandidateWorkload(const FusionCandidate& c, DType dtype, float magnitude)
+      : cand_(c), dtype_(dtype), magnitude_(magnitude), ref_(instantiate(c, dtype, /*f64_reductions=*/true)) {}
+
+  std::string name() const override { return cand_.name; }
+  DType dtype() const override { return dtype_; }
+
+  Problem problem(const std::vector<int64_t>& domain) const override {
+    if (domain.size() != ref_.variables())
+      throw UserError("shape with " + std::to_string(domain.size()) + " dims does not fit " + cand_.name + " (" +
+                      layout_name(cand_.layout) + " layout has " + std::to_string(ref_.variables()) + ")");
+    Problem p;
+    p.domain = domain;
+    p.shape_text = shape_text({domain.rbegin(), domain.rend()});
+    for (size_t i = 0; i < cand_.inputs.size(); ++i) p.input_dims.push_back(cand_.input_dims(i, domain));
+    for (size_t o = 0; o < cand_.outputs.size(); ++o) p.output_dims.push_back(cand_.output_dims(domain));
+    return p;
+  }
+
+  Tolerance tolerance(const Problem& problem) const override { return tolerance_at(dtype_, problem); }
+
+  // The magnitude applies to full-size inputs (the activations); broadcast
+  // weights and biases stay in [-3, 3).
+  float input_magnitude(size_t input) const override {
+    return input < cand_.inputs.size() && cand_.inputs[input].full() ? magnitude_ : 3.0f;
+  }
+
+  std::vector<float> param_values() const override {
+    std::vector<float> v;
+    for (const auto& p : cand_.params) v.push_back(p.value);
+    return v;
+  }
+
+  void reference(const Problem& problem, const std::vector<HostTensor>& inputs,
+                 std::vector<HostTensor>* outputs) const override {
+    ref_.run(dtype_, problem, inputs, outputs);
+  }
+
+  // The reference evaluated again at the other precision (f32 math for a
+  // reduction's f64 reference, f64 for a pointwise f32 one), both with f32
+  // outputs; where the two agree within the f32 tolerance there is no slack.
+  void reference_slack(const Problem& problem, const std::vector<HostTensor>& inputs,
+                       const std::vector<HostTensor>& reference, std::vector<HostTensor>* slack) const override {
+    slack->clear();
+    const bool f32 = dtype_ == DType::kF32;
+    const std::vector<HostTensor> wide = f32 ? std::vector<HostTensor>{} : widened(inputs);
+    const std::vector<HostTensor>& in = f32 ? inputs : wide;
+    std::vector<HostTensor> same, other;
+    if (!f32) evaluator(same_).run(DType::kF32, problem, in, &same);
+    evaluator(other_).run(DType::kF32, problem, in, &other);
+    const std::vector<HostTensor>& first = f32 ? reference : same;
+    const Tolerance t = tolerance_at(DType::kF32, problem);
+    if (compare_outputs(other, first, t).passed()) return;
+    *slack = slack_of(first, other, t.row_length);
+  }
+
+ private:
+  // Row reductions accumulate rounding error with the row's length: the
+  // f32 tolerances grow by 1 + sqrt(cols) / 16 (3x at 1024 columns, 17x at
+  // 65536), against a reference summed in double; their atol is relative to
+  // each row's scale, which a 65536-wide softmax row has far below 1.
+  Tolerance tolerance_at(DType dtype, const Problem& problem) const {
+    Tolerance t = tolerance_for(dtype);
+    if (cand_.reduces() && !problem.domain.empty()) {
+      t.row_length = problem.domain[0];
+      const double s = 1.0 + std::sqrt(static_cast<double>(problem.domain[0])) / 16.0;
+      t.atol *= s;
+      if (dtype == DType::kF32) t.rtol *= s;
+    }
+    // Reductions over axes grow the same way with the elements each sums.
+    const auto& axis_reductions = ref_.pipeline().axis_reductions;
+    if (cand_.general && !axis_reductions.empty() && !problem.domain.empty()) {
+      int64_t count = 1;
+      for (int a : axis_reductions.front().reduced) count *= problem.domain.at(a);
+      const double s = 1.0 + std::sqrt(static_cast<double>(count)) / 16.0;
+      t.atol *= s;
+      if (dtype == DType::kF32) t.rtol *= s;
+    }
+    return t;
+  }
+
+  // The second evaluations, built on first use (a JIT compile each): `same_`
+  // is the reference's own precision at f32 storage (for 16-bit dtypes).
+  ReferenceEvaluator& evaluator(std::unique_ptr<ReferenceEvaluator>& e) const {
+    if (!e) {
+      const bool f64 = cand_.reduces() || cand_.general;
+      const bool same = &e == &same_;
+      e = std::make_unique<ReferenceEvaluator>(same == f64 ? instantiate_f64(cand_, DType::kF32)
+                                                           : instantiate(cand_, DType::kF32));
+    }
+    return *e;
+  }
+
   const FusionCandidate cand_;
   const DType dtype_;
   const float magnitude_;
   // JIT state is mutated by realize(); the workload is used from one thread.
-  mutable Pipeline ref_;
-  mutable Halide::Pipeline pipeline_;
+  mutable ReferenceEvaluator ref_;
+  mutable std::unique_ptr<ReferenceEvaluator> same_, other_;
 };
 
 class KernelBuilder final : public Builder {

@@ -20,6 +20,7 @@ HostProblem prepare_host_problem(const Workload& workload, const Problem& proble
     p.inputs.push_back(std::move(t));
   }
   workload.reference(problem, p.inputs, &p.reference);
+  workload.reference_slack(problem, p.inputs, p.reference, &p.slack);
   p.tolerance = workload.tolerance(problem);
   p.params = workload.param_values();
   return p;
@@ -27,7 +28,7 @@ HostProblem prepare_host_problem(const Workload& workload, const Problem& proble
 
 size_t host_problem_bytes(const HostProblem& p) {
   size_t n = 0;
-  for (const auto* list : {&p.inputs, &p.reference})
+  for (const auto* list : {&p.inputs, &p.reference, &p.slack})
     for (const auto& t : *list) n += t.bytes.size();
   return n;
 }

@@ -18,6 +18,7 @@ struct HostProblem {
   Problem problem;
   std::vector<HostTensor> inputs;
   std::vector<HostTensor> reference;
+  std::vector<HostTensor> slack;        // Workload::reference_slack (empty: a well-conditioned reference)
   Tolerance tolerance{0, 0};
   std::vector<float> params;
 };

@@ -81,6 +81,11 @@ double Problem::bytes_moved(size_t bytes_per_element) const {
 
 Tolerance Workload::tolerance(const Problem&) const { return tolerance_for(dtype()); }
 
+void Workload::reference_slack(const Problem&, const std::vector<HostTensor>&, const std::vector<HostTensor>&,
+                               std::vector<HostTensor>* slack) const {
+  slack->clear();
+}
+
 Tolerance tolerance_for(DType dtype) {
   // Math is f32 everywhere; what differs between implementations is a few
   // f32 ulps before the final rounding to storage, which can move the stored
@@ -116,10 +121,10 @@ float load(const uint8_t* p, int64_t i) {
   }
 }
 
-double element_ratio(double g, double r, Tolerance tol, double scale) {
+double element_ratio(double g, double r, Tolerance tol, double scale, double slack = 0.0) {
   if (std::isnan(r) || std::isnan(g)) return (std::isnan(r) && std::isnan(g)) ? 0.0 : INFINITY;
   if (std::isinf(r) || std::isinf(g)) return g == r ? 0.0 : INFINITY;
-  return std::fabs(g - r) / (tol.atol * scale + tol.rtol * std::fabs(r));
+  return std::fabs(g - r) / (tol.atol * scale + tol.rtol * std::fabs(r) + slack);
 }
 
 template <DType D>
@@ -163,10 +168,12 @@ void parallel_chunks(int64_t n, Fn fn) {
 struct ChunkResult {
   double max_ratio = 0.0;
   int64_t first_bad = -1;  // lowest index with ratio > 1
+  int64_t widened = 0;
 };
 
 template <DType D>
-void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tolerance tol, Comparison* c) {
+void compare_tensor(const HostTensor& got, const HostTensor& ref, const HostTensor* slack, size_t t, Tolerance tol,
+                    Comparison* c) {
   const int64_t n = got.elements();
   const uint8_t* gp = got.bytes.data();
   const uint8_t* rp = ref.bytes.data();
@@ -179,9 +186,12 @@ void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tole
   parallel_chunks(n, [&](int64_t begin, int64_t end, size_t k) {
     ChunkResult r;
     for (int64_t i = begin; i < end; ++i) {
-      const double ratio = is_poison<D>(gp, i) ? INFINITY
-                                               : element_ratio(load<D>(gp, i), load<D>(rp, i), tol,
-                                                               scales[static_cast<size_t>(i / row)]);
+      const double scale = scales[static_cast<size_t>(i / row)];
+      double ratio = is_poison<D>(gp, i) ? INFINITY : element_ratio(load<D>(gp, i), load<D>(rp, i), tol, scale);
+      if (ratio > 1.0 && slack && std::isfinite(ratio)) {
+        ratio = element_ratio(load<D>(gp, i), load<D>(rp, i), tol, scale, load<DType::kF32>(slack->bytes.data(), i));
+        r.widened += ratio <= 1.0;
+      }
       if (!(ratio > r.max_ratio)) continue;
       if (ratio > 1.0 && r.first_bad < 0) r.first_bad = i;
       r.max_ratio = ratio;
@@ -192,6 +202,7 @@ void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tole
   for (const auto& r : chunks) {  // in index order: the first failure found is the lowest
     if (r.first_bad >= 0 && first_bad < 0) first_bad = r.first_bad;
     c->max_ratio = std::max(c->max_ratio, r.max_ratio);
+    c->widened += r.widened;
   }
   if (first_bad >= 0 && c->detail.empty())
     c->detail = "output " + std::to_string(t) + " element " + std::to_string(first_bad) + ": got " +
@@ -202,16 +213,21 @@ void compare_tensor(const HostTensor& got, const HostTensor& ref, size_t t, Tole
 
 }  // namespace
 
-Comparison compare_outputs(const std::vector<HostTensor>& got, const std::vector<HostTensor>& ref, Tolerance tol) {
+Comparison compare_outputs(const std::vector<HostTensor>& got, const std::vector<HostTensor>& ref, Tolerance tol,
+                           const std::vector<HostTensor>& slack) {
   Comparison c;
   FUSEKIT_INTERNAL_ASSERT(got.size() == ref.size(), "output count mismatch");
+  FUSEKIT_INTERNAL_ASSERT(slack.empty() || slack.size() == ref.size(), "slack count mismatch");
   for (size_t t = 0; t < got.size(); ++t) {
     FUSEKIT_INTERNAL_ASSERT(got[t].elements() == ref[t].elements() && got[t].dtype == ref[t].dtype,
                             "output shape or dtype mismatch");
+    const HostTensor* s = slack.empty() ? nullptr : &slack[t];
+    FUSEKIT_INTERNAL_ASSERT(!s || (s->dtype == DType::kF32 && s->elements() == ref[t].elements()),
+                            "slack shape or dtype mismatch");
     switch (got[t].dtype) {
-      case DType::kF32: compare_tensor<DType::kF32>(got[t], ref[t], t, tol, &c); break;
-      case DType::kF16: compare_tensor<DType::kF16>(got[t], ref[t], t, tol, &c); break;
-      case DType::kBF16: compare_tensor<DType::kBF16>(got[t], ref[t], t, tol, &c); break;
+      case DType::kF32: compare_tensor<DType::kF32>(got[t], ref[t], s, t, tol, &c); break;
+      case DType::kF16: compare_tensor<DType::kF16>(got[t], ref[t], s, t, tol, &c); break;
+      case DType::kBF16: compare_tensor<DType::kBF16>(got[t], ref[t], s, t, tol, &c); break;
     }
   }
   return c;

@@ -75,7 +75,7 @@ void walk(Io& io, M& m) {
   } else if constexpr (std::is_same_v<T, Tolerance>) {
     io.fields(m.atol, m.rtol, m.row_length);
   } else if constexpr (std::is_same_v<T, HostProblem>) {
-    io.fields(m.key, m.problem, m.inputs, m.reference, m.tolerance, m.params);
+    io.fields(m.key, m.problem, m.inputs, m.reference, m.slack, m.tolerance, m.params);
   } else if constexpr (std::is_same_v<T, MeasureOptions>) {
     io.fields(m.time, m.min_samples, m.max_samples, m.target_ms, m.rounds, m.seed, m.launch_deadline_s);
   } else if constexpr (std::is_same_v<T, KernelParam>) {

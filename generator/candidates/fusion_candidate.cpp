@@ -222,9 +222,7 @@ void constrain(Halide::OutputImageParam b, size_t dims, bool set_min) {
   }
 }
 
-}  // namespace
-
-Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions, bool storage_bits) {
+Pipeline instantiate_with(const FusionCandidate& candidate, DType dtype, bool f64_math, bool storage_bits) {
   Pipeline p;
   p.dtype = dtype;
   p.storage = storage_bits && dtype != DType::kF32 ? Halide::UInt(16) : storage_type(dtype);
@@ -243,13 +241,13 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_red
     p.permuted_reads = permuted_reads(candidate, p.inputs);
   }
   Context ctx(candidate, p);
-  ctx.f64_ = f64_reductions && (candidate.reduces() || candidate.general);
+  ctx.f64_ = f64_math;
   std::vector<Halide::Expr> values = candidate.algorithm(ctx);
   FUSEKIT_INTERNAL_ASSERT(values.size() == candidate.outputs.size(),
                           candidate.name + ": algorithm returned the wrong number of outputs");
   for (auto& v : values) {
     FUSEKIT_INTERNAL_ASSERT(v.type() == (ctx.f64_ ? Halide::Float(64) : Halide::Float(32)),
-                            candidate.name + ": output math must be f32 (f64 in a row reduction's reference)");
+                            candidate.name + ": output math must be f32 (f64 in a reference)");
     p.stored.push_back(p.storage == Halide::UInt(16) ? round_to_storage_bits(v, dtype) : Halide::cast(p.storage, v));
   }
   p.output = Halide::Func(kHalideOutputName);
@@ -261,6 +259,16 @@ Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_red
   if (p.stored.size() == 1) p.output(args) = p.stored[0];
   else p.output(args) = Halide::Tuple(p.stored);
   return p;
+}
+
+}  // namespace
+
+Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions, bool storage_bits) {
+  return instantiate_with(candidate, dtype, f64_reductions && (candidate.reduces() || candidate.general), storage_bits);
+}
+
+Pipeline instantiate_f64(const FusionCandidate& candidate, DType dtype) {
+  return instantiate_with(candidate, dtype, true, false);
 }
 
 void Pipeline::constrain_buffers() {

@@ -188,6 +188,9 @@ struct Pipeline {
 // code generator.
 Pipeline instantiate(const FusionCandidate& candidate, DType dtype, bool f64_reductions = false,
                      bool storage_bits = false);
+// All math in double whatever the layout: the second evaluation of a
+// pointwise reference, whose own error it estimates (Workload::reference_slack).
+Pipeline instantiate_f64(const FusionCandidate& candidate, DType dtype);
 
 // Canonical text of the algorithm at a dtype (layout, inputs, params and the
 // printed output Exprs) and its xxh64 in hex: the database key.

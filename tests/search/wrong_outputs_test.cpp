@@ -1,13 +1,16 @@
 // Verification that can fail: for every catalog op and dtype, at the widths
 // of the default sizes, outputs a broken kernel would write (all zeros, all
 // NaN, never written, shifted by one row, missing a normalization) fail the
-// comparison with the op's own tolerance; the reference itself passes.
+// comparison with the op's own tolerance and the reference's slack; the
+// reference itself passes. An ill-conditioned reference widens the tolerance
+// by its own error there, and only there.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
+#include "generator/candidates/expr_parser.h"
 #include "search/workload.h"
 
 namespace fusekit {
@@ -52,21 +55,80 @@ TEST(WrongOutputs, FailVerificationForEveryCatalogOpAndDtype) {
           in.push_back(HostTensor::make(dt, p.input_dims[i]));
           wl->fill_input(i, 7 + i, &in.back());
         }
-        std::vector<HostTensor> ref;
+        std::vector<HostTensor> ref, slack;
         wl->reference(p, in, &ref);
+        wl->reference_slack(p, in, ref, &slack);
         const Tolerance tol = wl->tolerance(p);
         const std::string what = cand.name + " " + dtype_name(dt) + " " + p.shape_text;
-        EXPECT_TRUE(compare_outputs(ref, ref, tol).passed()) << what;
+        EXPECT_TRUE(compare_outputs(ref, ref, tol, slack).passed()) << what;
         const int64_t row = domain.size() > 1 ? domain[0] : 1;
         for (const auto& [name, corrupt] : wrongs) {
           std::vector<HostTensor> got = ref;
           for (auto& t : got) corrupt(&t, row);
-          const Comparison c = compare_outputs(got, ref, tol);
+          const Comparison c = compare_outputs(got, ref, tol, slack);
           EXPECT_FALSE(c.passed()) << what << ": " << name << " passed (max ratio " << c.max_ratio << ")";
         }
       }
     }
   }
+}
+
+// Inputs and reference of `wl` at `domain` (seeded as the measurer seeds them).
+struct Evaluated {
+  Problem problem;
+  std::vector<HostTensor> in, ref, slack;
+};
+
+Evaluated evaluate(const Workload& wl, const std::vector<int64_t>& domain) {
+  Evaluated e;
+  e.problem = wl.problem(domain);
+  for (size_t i = 0; i < e.problem.input_dims.size(); ++i) {
+    e.in.push_back(HostTensor::make(wl.dtype(), e.problem.input_dims[i]));
+    wl.fill_input(i, 11 + i, &e.in.back());
+  }
+  wl.reference(e.problem, e.in, &e.ref);
+  wl.reference_slack(e.problem, e.in, e.ref, &e.slack);
+  return e;
+}
+
+// A row reduction that cancels (the sum of a row is about as large as its
+// terms' rounding): an f32 evaluation, as a kernel computes it, fails the
+// f64 reference's tolerance alone and passes with the slack; wrong outputs
+// still fail.
+TEST(IllConditionedReference, CancellingRowSumPassesAnF32KernelOnly) {
+  const FusionCandidate c = parse_expression("out = x - sum(0.5 * 0.1 + x, col)");
+  auto wl = make_candidate_workload(c, DType::kF32);
+  const Evaluated e = evaluate(*wl, {4097, 61});
+  ASSERT_EQ(e.slack.size(), 1u) << "the two evaluations agreed: no cancellation detected";
+  // What an f32 kernel computes: the same math, summed in f32 (here in the reverse order).
+  std::vector<HostTensor> got = e.ref;
+  const int64_t cols = 4097;
+  for (int64_t r = 0; r < 61; ++r) {
+    float sum = 0;
+    for (int64_t k = cols; k-- > 0;) sum += 0.05f + e.in[0].get(r * cols + k);
+    for (int64_t k = 0; k < cols; ++k) got[0].set(r * cols + k, e.in[0].get(r * cols + k) - sum);
+  }
+  const Tolerance tol = wl->tolerance(e.problem);
+  EXPECT_FALSE(compare_outputs(got, e.ref, tol).passed()) << "no cancellation at this size: pick a harder case";
+  const Comparison with = compare_outputs(got, e.ref, tol, e.slack);
+  EXPECT_TRUE(with.passed()) << with.detail;
+  EXPECT_GT(with.widened, 0);
+  for (Corrupt corrupt : {zeros, nans, unwritten, shifted, unnormalized}) {
+    std::vector<HostTensor> bad = e.ref;
+    corrupt(&bad[0], cols);
+    EXPECT_FALSE(compare_outputs(bad, e.ref, tol, e.slack).passed());
+  }
+}
+
+// Well-conditioned references get no slack: the tolerance stays as tight as before.
+TEST(IllConditionedReference, WellConditionedOpsHaveNoSlack) {
+  for (const char* name : {"softmax", "layernorm", "bias_gelu", "silu_mul"})
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      const FusionCandidate& c = find_pattern(name);
+      auto wl = make_candidate_workload(c, dt);
+      const Evaluated e = evaluate(*wl, c.reduces() ? std::vector<int64_t>{1024, 7} : c.domain_for_elements(65537));
+      EXPECT_TRUE(e.slack.empty()) << name << " " << dtype_name(dt);
+    }
 }
 
 }  // namespace
