@@ -236,3 +236,21 @@ def test_fixed_operators_trace_under_torch_compile(bias_gelu, pair):
     calls = {str(n.target): n for n in graphs[0].graph.nodes if n.op == "call_function"}
     assert calls["fusekit.launch_2_1.default"].meta["val"].shape == (8, 64)
     assert [v.shape for v in calls["fusekit.launch_2_2.default"].meta["val"]] == [(8, 64), (8, 64)]
+
+
+def test_a_later_process_loads_the_built_library_by_its_stamp(oplib, tmp_path, monkeypatch):
+    """The stamp written beside the library names it; another source, flags or
+    torch gives another stamp, which finds nothing and builds again."""
+    monkeypatch.setenv("FUSEKIT_TORCH_BUILD", str(tmp_path))
+    src = tmp_path / "ops.cpp"
+    src.write_text("// v1\n")
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(b"")
+    stamp = ops._stamp(str(src), ["-DA"], [], [])
+    ops._write_stamp(stamp, str(lib))
+    assert ops._built(stamp) == str(lib)
+    assert ops._built(ops._stamp(str(src), ["-DB"], [], [])) is None
+    src.write_text("// v2\n")
+    assert ops._built(ops._stamp(str(src), ["-DA"], [], [])) is None
+    lib.unlink()
+    assert ops._built(stamp) is None  # a stamp whose library is gone builds again

@@ -1,16 +1,20 @@
 """Building and loading the C++ operator library (csrc/fusekit_ops.cpp).
 
 It is compiled once per torch version with torch.utils.cpp_extension.load
-(ninja, a C++ compiler; no GPU and no nvcc: the file has no device code).
+(ninja, a C++ compiler; no GPU and no nvcc: the file has no device code),
+into $FUSEKIT_TORCH_BUILD, else a folder per torch version under the user's
+cache; a stamp beside the library (source, flags, torch and Python) lets a
+later process load it straight away, without the build system's check.
 With PyTorch's c10/cuda headers and the CUDA runtime headers at hand it
 launches on PyTorch's current stream; without them, on the legacy default
 stream (has_current_stream() says which).
 """
 
 import glob
+import hashlib
 import os
+import sys
 import subprocess
-import tempfile
 import threading
 
 import torch
@@ -68,17 +72,59 @@ def library():
     global _module
     with _lock:
         if _module is None:
-            from torch.utils.cpp_extension import is_ninja_available, load
             src = os.path.join(os.path.dirname(os.path.dirname(__file__)), "csrc", "fusekit_ops.cpp")
             cflags, includes, ldflags = _build_flags()
-            if os.environ.get("FUSEKIT_NO_NINJA") or not is_ninja_available():
-                _module = _Library(_compile_direct(src, cflags, includes, ldflags))
-                return _module
-            path = load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
-                        extra_include_paths=includes, extra_ldflags=ldflags, is_python_module=False,
-                        build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
+            stamp = _stamp(src, cflags, includes, ldflags)
+            path = _built(stamp)
+            if path is None:
+                path = _build(src, cflags, includes, ldflags)
+                _write_stamp(stamp, path)
+            else:
+                torch.ops.load_library(path)
             _module = _Library(path)
         return _module
+
+
+def _build(src, cflags, includes, ldflags):
+    """Builds and loads the library; returns its path."""
+    from torch.utils.cpp_extension import is_ninja_available, load
+    if os.environ.get("FUSEKIT_NO_NINJA") or not is_ninja_available():
+        return _compile_direct(src, cflags, includes, ldflags)
+    return load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
+                extra_include_paths=includes, extra_ldflags=ldflags, is_python_module=False,
+                build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
+
+
+def _stamp(src, cflags, includes, ldflags):
+    """What the built library depends on: its source, flags, torch and Python."""
+    h = hashlib.sha256()
+    with open(src, "rb") as f:
+        h.update(f.read())
+    extra = [torch.__version__, sys.version, os.environ.get("CXX", ""), str(bool(os.environ.get("FUSEKIT_NO_NINJA")))]
+    for part in [*cflags, *includes, *ldflags, *extra]:
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()
+
+
+def _stamp_file():
+    return os.path.join(_build_dir(), "fusekit_torch_ops.stamp")
+
+
+def _built(stamp):
+    """The library a previous process built with this stamp, if it is still there."""
+    try:
+        with open(_stamp_file()) as f:
+            want, path = f.read().split("\n")[:2]
+    except (OSError, ValueError):
+        return None
+    return path if want == stamp and os.path.isfile(path) else None
+
+
+def _write_stamp(stamp, path):
+    tmp = _stamp_file() + f".{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(f"{stamp}\n{path}\n")
+    os.replace(tmp, _stamp_file())
 
 
 def _compile_direct(src, cflags, includes, ldflags):
@@ -86,8 +132,7 @@ def _compile_direct(src, cflags, includes, ldflags):
     cpp_extension.load needs) is not installed."""
     from torch.utils import cpp_extension as ce
     name = "fusekit_torch_ops"
-    d = _build_dir() or os.path.join(tempfile.gettempdir(), f"fusekit_torch_ops_{torch.__version__}")
-    os.makedirs(d, exist_ok=True)
+    d = _build_dir()
     so = os.path.join(d, f"lib{name}_direct.so")
     if not os.path.isfile(so) or os.path.getmtime(so) < os.path.getmtime(src):
         abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
@@ -106,7 +151,8 @@ def _compile_direct(src, cflags, includes, ldflags):
 def _build_dir():
     d = os.environ.get("FUSEKIT_TORCH_BUILD")
     if not d:
-        return None
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(cache, "fusekit", f"torch_ops-{torch.__version__}")
     os.makedirs(d, exist_ok=True)
     return d
 
