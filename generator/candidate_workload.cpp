@@ -12,6 +12,7 @@
 #include "common/shape_text.h"
 #include "generator/nvrtc/pointwise_printer.h"
 #include "generator/halide/cpu_jit_target.h"
+#include "generator/halide/host_buffer.h"
 #include "generator/halide/halide_backend.h"
 #include "generator/build/isolated_build.h"
 #include "generator/nvrtc/nvrtc_compiler.h"
@@ -64,17 +65,9 @@ class ReferenceEvaluator {
            std::vector<HostTensor>* outputs) {
     outputs->clear();
     for (const auto& dims : problem.output_dims) outputs->push_back(HostTensor::make(dtype, dims));
-    auto wrap = [&](const HostTensor& t) {
-      std::vector<int> sizes;
-      for (int64_t d : t.dims) {
-        if (d > INT32_MAX) throw UserError("reference: extent " + std::to_string(d) + " exceeds Halide's int32 limit");
-        sizes.push_back(static_cast<int>(d));
-      }
-      return Halide::Buffer<>(ref_.storage, const_cast<uint8_t*>(t.bytes.data()), sizes);
-    };
-    for (size_t i = 0; i < inputs.size(); ++i) ref_.inputs[i].set(wrap(inputs[i]));
+    for (size_t i = 0; i < inputs.size(); ++i) ref_.inputs[i].set(host_buffer(ref_.storage, inputs[i]));
     std::vector<Halide::Buffer<>> outs;
-    for (auto& t : *outputs) outs.push_back(wrap(t));
+    for (auto& t : *outputs) outs.push_back(host_buffer(ref_.storage, t));
     pipeline_.realize(Halide::Realization(outs));
   }
 

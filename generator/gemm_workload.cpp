@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "common/shape_text.h"
 #include "generator/halide/cpu_jit_target.h"
+#include "generator/halide/host_buffer.h"
 
 namespace fusekit {
 namespace {
@@ -70,19 +71,11 @@ class GemmWorkload final : public Workload {
                  std::vector<HostTensor>* outputs) const override {
     outputs->clear();
     outputs->push_back(HostTensor::make(dtype_, problem.output_dims[0]));
-    auto wrap = [&](const HostTensor& t) {
-      std::vector<int> sizes;
-      for (int64_t d : t.dims) {
-        if (d > INT32_MAX) throw UserError("reference: extent " + std::to_string(d) + " exceeds Halide's int32 limit");
-        sizes.push_back(static_cast<int>(d));
-      }
-      return Halide::Buffer<>(ref_.storage, const_cast<uint8_t*>(t.bytes.data()), sizes);
-    };
     if (inputs.size() != ref_.inputs.size())
       throw InternalError("GEMM reference of " + cand_.name + " got " + std::to_string(inputs.size()) + " inputs, wants " +
                           std::to_string(ref_.inputs.size()));
-    for (size_t i = 0; i < inputs.size(); ++i) ref_.inputs[i].set(wrap(inputs[i]));
-    Halide::Buffer<> out = wrap((*outputs)[0]);
+    for (size_t i = 0; i < inputs.size(); ++i) ref_.inputs[i].set(host_buffer(ref_.storage, inputs[i]));
+    Halide::Buffer<> out = host_buffer(ref_.storage, (*outputs)[0]);
     pipeline_.realize(Halide::Realization({out}));
   }
 
