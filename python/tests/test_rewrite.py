@@ -247,3 +247,28 @@ def test_general_broadcast_sizes_follow_numpy():
     assert _broadcast_numel("nd", [4, 5, 8], 1 | 2) == 5 * 8            # [1, S, D] over a 3-D space
     assert _broadcast_numel("nd", [4, 5, 8], 4) == 4                    # d2 of a 3-D space is its first dim
     assert _elements("ndrows", [2, 12, 5, 7]) == (840, 7)
+
+
+def test_a_strided_input_read_by_two_regions_is_copied_once(package, oplib):
+    """Both row kernels read the transposed view: one contiguous copy feeds both."""
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b1 = torch.nn.Parameter(torch.randn(64))
+            self.b2 = torch.nn.Parameter(torch.randn(64))
+
+        def forward(self, x):
+            t = x.transpose(1, 2)
+            return torch.nn.functional.gelu(t + self.b1), torch.nn.functional.gelu(t + self.b2)
+    occ = [{"nodes": [add, gelu], "inputs": {"x": "transpose", "b": b}, "outputs": {"out": gelu},
+            "shape": [4, 16, 64]} for add, gelu, b in (("add", "gelu", "b1"), ("add_1", "gelu_1", "b2"))]
+    plan = _plan([{"name": "bias_gelu", "expr": "out = gelu(x + b[col])", "dtype": "f32", "sizes": ["64x64"],
+                   "occurrences": occ}])
+    gm = fk.optimize(Two(), package, (torch.randn(4, 64, 16),), plan=plan, arch="sm_90")
+    assert [r.replaced for r in gm.fusekit_regions] == [True, True], fk.explain(gm)
+    clones = [n for n in gm.graph.nodes if n.target is torch.ops.aten.clone.default]
+    assert len(clones) == 1 and clones[0].args[0].name == "transpose"
+    launches = [n for n in gm.graph.nodes if "fusekit" in str(n.target)]
+    assert len(launches) == 2 and all(n.args[1] is clones[0] for n in launches)
+    assert all("copies strided input 'x'" in r.detail for r in gm.fusekit_regions)
+    gm.graph.lint()
