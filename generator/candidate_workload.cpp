@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/errors.h"
+#include "common/parallel_chunks.h"
 #include "common/shape_text.h"
 #include "generator/nvrtc/pointwise_printer.h"
 #include "generator/halide/cpu_jit_target.h"
@@ -81,7 +82,9 @@ std::vector<HostTensor> widened(const std::vector<HostTensor>& in) {
   std::vector<HostTensor> out;
   for (const HostTensor& t : in) {
     HostTensor w = HostTensor::make(DType::kF32, t.dims);
-    for (int64_t i = 0; i < t.elements(); ++i) w.set(i, t.get(i));
+    parallel_chunks(t.elements(), [&](int64_t begin, int64_t end, size_t) {
+      for (int64_t i = begin; i < end; ++i) w.set(i, t.get(i));
+    });
     out.push_back(std::move(w));
   }
   return out;
@@ -97,14 +100,16 @@ std::vector<HostTensor> slack_of(const std::vector<HostTensor>& a, const std::ve
     HostTensor s = HostTensor::make(DType::kF32, a[t].dims);
     const int64_t n = a[t].elements();
     const int64_t row = row_length > 0 && n % row_length == 0 ? row_length : 1;
-    for (int64_t begin = 0; begin < n; begin += row) {
-      float worst = 0;
-      for (int64_t i = begin; i < begin + row; ++i) {
-        const float d = std::fabs(a[t].get(i) - b[t].get(i));
-        if (std::isfinite(d)) worst = std::max(worst, d);
+    parallel_chunks(n / row, [&](int64_t first, int64_t last, size_t) {
+      for (int64_t r = first; r < last; ++r) {
+        float worst = 0;
+        for (int64_t i = r * row; i < (r + 1) * row; ++i) {
+          const float d = std::fabs(a[t].get(i) - b[t].get(i));
+          if (std::isfinite(d)) worst = std::max(worst, d);
+        }
+        for (int64_t i = r * row; i < (r + 1) * row; ++i) s.set(i, 4.0f * worst);
       }
-      for (int64_t i = begin; i < begin + row; ++i) s.set(i, 4.0f * worst);
-    }
+    });
     out.push_back(std::move(s));
   }
   return out;

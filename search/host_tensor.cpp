@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/parallel_chunks.h"
 #include "search/workload.h"
 
 namespace fusekit {
@@ -145,24 +146,6 @@ double reference_scale(const uint8_t* rp, int64_t begin, int64_t end) {
     if (std::isfinite(v)) m = std::max(m, v);
   }
   return std::max(std::min(1.0, m), 1e-30);
-}
-
-// Runs fn(begin, end, chunk) over [0, n) in up to hardware_concurrency()
-// contiguous chunks (one when n is small); chunk k covers lower indices than k+1.
-template <typename Fn>
-void parallel_chunks(int64_t n, Fn fn) {
-  const int64_t min_chunk = int64_t{1} << 20;
-  const int64_t workers =
-      std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), n / min_chunk));
-  if (workers == 1) {
-    fn(0, n, 0);
-    return;
-  }
-  std::vector<std::thread> pool;
-  const int64_t step = (n + workers - 1) / workers;
-  for (int64_t k = 0; k < workers; ++k)
-    pool.emplace_back([=] { fn(k * step, std::min(n, (k + 1) * step), static_cast<size_t>(k)); });
-  for (auto& t : pool) t.join();
 }
 
 struct ChunkResult {
