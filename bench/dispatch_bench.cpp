@@ -20,7 +20,7 @@
 #include "fusekit/package.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
-#include "tests/runtime/fake_driver.h"
+#include "testing/fake_driver.h"
 
 namespace fusekit {
 namespace {

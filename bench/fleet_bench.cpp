@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/pg_server.h"
+#include "testing/pg_server.h"
 #include "tunedb/store_sync.h"
 #include "tunedb/tune_db.h"
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "schedules/backend.h"
 #include "schedules/arch_limits.h"
 #include "schedules/general_traits.h"
 #include "schedules/param_space.h"
@@ -49,11 +50,6 @@ struct OpTraits {
   int plane_inputs = 0;
   GeneralTraits general;  // general layouts (schedules/general_layout_template.h)
 };
-
-enum class Backend { kNvrtc, kHalide };
-const char* backend_name(Backend backend);
-// Throws UserError for anything but "nvrtc" or "halide".
-Backend parse_backend(const std::string& text);
 
 class PointwiseTemplate {
  public:

@@ -16,9 +16,8 @@
 
 #include "fusekit/kernel_artifact.h"
 #include "schedules/arch_limits.h"
+#include "schedules/backend.h"
 #include "schedules/param_space.h"
-#include "schedules/pointwise_template.h"
-#include "schedules/row_reduction_template.h"
 #include "search/workload.h"
 #include "tunedb/record.h"
 

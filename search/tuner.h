@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "schedules/pointwise_template.h"
+#include "schedules/row_reduction_template.h"
 #include "search/interfaces.h"
 #include "tunedb/tune_db.h"
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/run_command.h"
-#include "tests/support/pg_server.h"
+#include "testing/pg_server.h"
 #include "tests/support/temp_dir.h"
 #include "tunedb/tune_db.h"
 

@@ -3,7 +3,7 @@
 #include "fusekit/gemm.h"
 #include "fusekit/gemm_launch.h"
 #include "tests/runtime/fake_cublaslt.h"
-#include "tests/runtime/fake_driver.h"
+#include "testing/fake_driver.h"
 
 namespace fusekit {
 namespace {

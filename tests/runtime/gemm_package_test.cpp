@@ -5,7 +5,7 @@
 
 #include "fusekit/gemm_package.h"
 #include "tests/runtime/fake_cublaslt.h"
-#include "tests/runtime/fake_driver.h"
+#include "testing/fake_driver.h"
 
 namespace fusekit {
 namespace {

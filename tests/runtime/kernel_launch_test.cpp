@@ -5,7 +5,7 @@
 #include "fusekit/arch.h"
 #include "fusekit/cuda_driver.h"
 #include "fusekit/shape_bucket.h"
-#include "tests/runtime/fake_driver.h"
+#include "testing/fake_driver.h"
 
 namespace fusekit {
 namespace {

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "fusekit/package.h"
-#include "tests/runtime/fake_driver.h"
+#include "testing/fake_driver.h"
 
 namespace fusekit {
 namespace {

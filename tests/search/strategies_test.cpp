@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "schedules/pointwise_template.h"
+#include "schedules/row_reduction_template.h"
 #include "search/interfaces.h"
 
 namespace fusekit {

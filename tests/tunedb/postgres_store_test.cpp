@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "tests/support/pg_server.h"
+#include "testing/pg_server.h"
 #include "tests/support/sample_record.h"
 #include "tunedb/postgres_store.h"
 #include "tunedb/tune_db.h"

@@ -13,7 +13,7 @@
 #include <map>
 
 #include "common/errors.h"
-#include "tests/support/pg_server.h"
+#include "testing/pg_server.h"
 #include "tests/support/sample_record.h"
 #include "tests/support/temp_dir.h"
 #include "tunedb/store_sync.h"

@@ -1,5 +1,5 @@
 // Throwaway PostgreSQL server (see pg_server.h).
-#include "tests/support/pg_server.h"
+#include "testing/pg_server.h"
 
 #include <arpa/inet.h>
 #include <libpq-fe.h>
