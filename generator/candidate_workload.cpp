@@ -164,8 +164,9 @@ class CandidateWorkload final : public Workload {
     const std::vector<HostTensor> wide = f32 ? std::vector<HostTensor>{} : widened(inputs);
     const std::vector<HostTensor>& in = f32 ? inputs : wide;
     std::vector<HostTensor> same, other;
-    if (!f32) evaluator(same_).run(DType::kF32, problem, in, &same);
-    evaluator(other_).run(DType::kF32, problem, in, &other);
+    const bool f64 = cand_.reduces() || cand_.general;  // the reference's own math
+    if (!f32) evaluator(same_, f64).run(DType::kF32, problem, in, &same);
+    evaluator(other_, !f64).run(DType::kF32, problem, in, &other);
     const std::vector<HostTensor>& first = f32 ? reference : same;
     const Tolerance t = tolerance_at(DType::kF32, problem);
     if (compare_outputs(other, first, t).passed()) return;
@@ -197,15 +198,12 @@ class CandidateWorkload final : public Workload {
     return t;
   }
 
-  // The second evaluations, built on first use (a JIT compile each): `same_`
-  // is the reference's own precision at f32 storage (for 16-bit dtypes).
-  ReferenceEvaluator& evaluator(std::unique_ptr<ReferenceEvaluator>& e) const {
-    if (!e) {
-      const bool f64 = cand_.reduces() || cand_.general;
-      const bool same = &e == &same_;
-      e = std::make_unique<ReferenceEvaluator>(same == f64 ? instantiate_f64(cand_, DType::kF32)
-                                                           : instantiate(cand_, DType::kF32));
-    }
+  // A second evaluation at f32 storage, built on first use (a JIT compile):
+  // `same_` in the reference's own precision (for 16-bit dtypes), `other_` in the other.
+  ReferenceEvaluator& evaluator(std::unique_ptr<ReferenceEvaluator>& e, bool f64_math) const {
+    if (!e)
+      e = std::make_unique<ReferenceEvaluator>(f64_math ? instantiate_f64(cand_, DType::kF32)
+                                                        : instantiate(cand_, DType::kF32));
     return *e;
   }
 

@@ -11,6 +11,7 @@
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
 #include "generator/candidates/expr_parser.h"
+#include "search/host_problem.h"
 #include "search/workload.h"
 
 namespace fusekit {
@@ -73,21 +74,17 @@ TEST(WrongOutputs, FailVerificationForEveryCatalogOpAndDtype) {
   }
 }
 
-// Inputs and reference of `wl` at `domain` (seeded as the measurer seeds them).
-struct Evaluated {
-  Problem problem;
-  std::vector<HostTensor> in, ref, slack;
-};
-
-Evaluated evaluate(const Workload& wl, const std::vector<int64_t>& domain) {
-  Evaluated e;
+// Inputs (input i seeded with 11 + i), reference, slack and tolerance of `wl` at `domain`.
+HostProblem evaluate(const Workload& wl, const std::vector<int64_t>& domain) {
+  HostProblem e;
   e.problem = wl.problem(domain);
   for (size_t i = 0; i < e.problem.input_dims.size(); ++i) {
-    e.in.push_back(HostTensor::make(wl.dtype(), e.problem.input_dims[i]));
-    wl.fill_input(i, 11 + i, &e.in.back());
+    e.inputs.push_back(HostTensor::make(wl.dtype(), e.problem.input_dims[i]));
+    wl.fill_input(i, 11 + i, &e.inputs.back());
   }
-  wl.reference(e.problem, e.in, &e.ref);
-  wl.reference_slack(e.problem, e.in, e.ref, &e.slack);
+  wl.reference(e.problem, e.inputs, &e.reference);
+  wl.reference_slack(e.problem, e.inputs, e.reference, &e.slack);
+  e.tolerance = wl.tolerance(e.problem);
   return e;
 }
 
@@ -98,25 +95,25 @@ Evaluated evaluate(const Workload& wl, const std::vector<int64_t>& domain) {
 TEST(IllConditionedReference, CancellingRowSumPassesAnF32KernelOnly) {
   const FusionCandidate c = parse_expression("out = x - sum(0.5 * 0.1 + x, col)");
   auto wl = make_candidate_workload(c, DType::kF32);
-  const Evaluated e = evaluate(*wl, {4097, 61});
+  const HostProblem e = evaluate(*wl, {4097, 61});
   ASSERT_EQ(e.slack.size(), 1u) << "the two evaluations agreed: no cancellation detected";
   // What an f32 kernel computes: the same math, summed in f32 (here in the reverse order).
-  std::vector<HostTensor> got = e.ref;
+  std::vector<HostTensor> got = e.reference;
   const int64_t cols = 4097;
   for (int64_t r = 0; r < 61; ++r) {
     float sum = 0;
-    for (int64_t k = cols; k-- > 0;) sum += 0.05f + e.in[0].get(r * cols + k);
-    for (int64_t k = 0; k < cols; ++k) got[0].set(r * cols + k, e.in[0].get(r * cols + k) - sum);
+    for (int64_t k = cols; k-- > 0;) sum += 0.05f + e.inputs[0].get(r * cols + k);
+    for (int64_t k = 0; k < cols; ++k) got[0].set(r * cols + k, e.inputs[0].get(r * cols + k) - sum);
   }
-  const Tolerance tol = wl->tolerance(e.problem);
-  EXPECT_FALSE(compare_outputs(got, e.ref, tol).passed()) << "no cancellation at this size: pick a harder case";
-  const Comparison with = compare_outputs(got, e.ref, tol, e.slack);
+  const Tolerance tol = e.tolerance;
+  EXPECT_FALSE(compare_outputs(got, e.reference, tol).passed()) << "no cancellation at this size: pick a harder case";
+  const Comparison with = compare_outputs(got, e.reference, tol, e.slack);
   EXPECT_TRUE(with.passed()) << with.detail;
   EXPECT_GT(with.widened, 0);
   for (Corrupt corrupt : {zeros, nans, unwritten, shifted, unnormalized}) {
-    std::vector<HostTensor> bad = e.ref;
+    std::vector<HostTensor> bad = e.reference;
     corrupt(&bad[0], cols);
-    EXPECT_FALSE(compare_outputs(bad, e.ref, tol, e.slack).passed());
+    EXPECT_FALSE(compare_outputs(bad, e.reference, tol, e.slack).passed());
   }
 }
 
@@ -126,7 +123,7 @@ TEST(IllConditionedReference, WellConditionedOpsHaveNoSlack) {
     for (DType dt : {DType::kF32, DType::kBF16}) {
       const FusionCandidate& c = find_pattern(name);
       auto wl = make_candidate_workload(c, dt);
-      const Evaluated e = evaluate(*wl, c.reduces() ? std::vector<int64_t>{1024, 7} : c.domain_for_elements(65537));
+      const HostProblem e = evaluate(*wl, c.reduces() ? std::vector<int64_t>{1024, 7} : c.domain_for_elements(65537));
       EXPECT_TRUE(e.slack.empty()) << name << " " << dtype_name(dt);
     }
 }

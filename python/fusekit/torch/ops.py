@@ -13,8 +13,8 @@ stream (has_current_stream() says which).
 import glob
 import hashlib
 import os
-import sys
 import subprocess
+import sys
 import threading
 
 import torch
