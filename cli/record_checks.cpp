@@ -8,6 +8,7 @@
 #include "generator/cublaslt/gemm_points.h"
 #include "schedules/arch_limits.h"
 #include "schedules/param_space.h"
+#include "schedules/row_reduction_template.h"
 
 namespace fusekit {
 namespace {
@@ -71,10 +72,15 @@ std::string record_violation(const TuningRecord& r) {
     // A GEMM record's params are its cuBLASLt plan, checked by the GEMM parser.
     if (r.backend.rfind("cublaslt", 0) == 0) {
       parse_gemm_point(r.backend, r.params);
-      return "";
+      return r.row_length == 0 ? "" : "field 'row_length' is " + std::to_string(r.row_length) + "; a GEMM has none (0)";
     }
-    if (Config::parse(r.params).to_string() != r.params)
+    const Config config = Config::parse(r.params);
+    if (config.to_string() != r.params)
       return "field 'params' is '" + r.params + "', not canonical (sorted name=value pairs)";
+    if (const int64_t len = RowReductionTemplate::fixed_row_length(config); len != r.row_length)
+      return "field 'row_length' is " + std::to_string(r.row_length) + " but params '" + r.params + "' " +
+             (len ? "are compiled for length " + std::to_string(len) : std::string("are generic over it")) +
+             "; row_length is the params' len (0 when they have none)";
   } catch (const UserError& e) {
     return "field 'params' is '" + r.params + "': " + e.what();
   }

@@ -53,6 +53,16 @@ def upgrade(r):
     r["shape_bucket"] = "n<=2^%d cols<=2^%d" % (bucket_log2(elements), bucket_log2(int(parts[-1])))
 
 
+def row_length(r):
+    """As tunedb's records: the length a schedule was compiled for (0: generic);
+    an export from before the field has it only as a row schedule's len=."""
+    if "row_length" in r:
+        return r["row_length"]
+    if r["backend"].startswith("cublaslt"):
+        return 0
+    return next((int(t[4:]) for t in r["params"].split() if t.startswith("len=")), 0)
+
+
 def pick(records):
     """As SqliteStore::best: measured before modeled; a measured schedule
     (backend, shape, params) ranks by the median of its records of its newest
@@ -111,7 +121,7 @@ def main():
                 if any(part in path for part in a.supersede):
                     superseding.add(r["id"])
                 pools.setdefault(key, []).append(r)
-                if not any(t.startswith("len=") for t in tokens):
+                if row_length(r) == 0:
                     generic_pools.setdefault(key, []).append(r)
     superseded = 0
     for p in (pools, generic_pools):
@@ -125,7 +135,7 @@ def main():
     for key, records in pools.items():
         best = pick(records)
         kept[best["id"]] = best
-        if key in generic_pools and any(t.startswith("len=") for t in best["params"].split()):
+        if key in generic_pools and row_length(best) > 0:
             generic = pick(generic_pools[key])
             kept[generic["id"]] = generic
     with open_text(a.out, "w") as f:

@@ -403,6 +403,7 @@ class TuneRun {
     set_run_fields(dev_, options_.provenance, &r);
     r.backend = backend_name(c.backend);
     r.params = c.config.to_string();
+    r.row_length = RowReductionTemplate::fixed_row_length(c.config);
     r.timestamp = utc_timestamp();
     return r;
   }

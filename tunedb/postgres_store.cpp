@@ -21,8 +21,10 @@
 namespace fusekit {
 namespace {
 
-// Version 1: the records without kernel_hash; 2 adds it.
-constexpr int kSchemaVersion = 2;
+// Version 1: the records without kernel_hash; 2 adds it; 3 adds row_length,
+// filled from the params of the records already there (as
+// legacy_row_length in tunedb/record.h reads them).
+constexpr int kSchemaVersion = 3;
 constexpr const char* kMigrations[] = {
     R"sql(
 CREATE TABLE fusekit_schema (version INTEGER NOT NULL);
@@ -42,17 +44,22 @@ CREATE TABLE fusekit_records (
 CREATE INDEX fusekit_records_key ON fusekit_records (pipeline_hash, dtype, shape_bucket, arch, status);
 )sql",
     "ALTER TABLE fusekit_records ADD COLUMN kernel_hash TEXT NOT NULL DEFAULT ''",
+    R"sql(
+ALTER TABLE fusekit_records ADD COLUMN row_length BIGINT NOT NULL DEFAULT 0;
+UPDATE fusekit_records SET row_length = substring(' ' || params from ' len=([0-9]+)')::BIGINT
+  WHERE backend NOT LIKE 'cublaslt%' AND ' ' || params LIKE '% len=%';
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 // Any constant: the advisory lock the schema setup holds.
 constexpr const char* kSchemaLock = "SELECT pg_advisory_xact_lock(7306581402)";
 
-constexpr int kColumnCount = 27;
+constexpr int kColumnCount = 28;
 constexpr const char* kColumns =
     "id, pipeline_hash, pipeline_text, pattern, dtype, shape, shape_bucket, arch, gpu_name, sm_count, "
     "driver_version, cuda_version, halide_version, fusekit_version, host, backend, params, status, error, "
-    "verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp, kernel_hash";
+    "verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp, kernel_hash, row_length";
 // Rows per INSERT (PostgreSQL takes at most 65535 parameters a statement);
 // larger commits go through COPY.
 constexpr size_t kRowsPerInsert = 1000;
@@ -104,7 +111,7 @@ class PostgresStore final : public TuneDb {
     return query(std::string("SELECT ") + kColumns +
                      " FROM fusekit_records WHERE pipeline_hash=$1 AND dtype=$2 AND shape_bucket=$3 AND arch=$4"
                      " AND status IN ('ok','modeled','revoked')" +
-                     (generic_only ? " AND (' ' || params) NOT LIKE '% len=%'" : "") +
+                     (generic_only ? " AND row_length = 0" : "") +
                      " ORDER BY (status='ok') DESC, median_us ASC, timestamp COLLATE \"C\" ASC, seq ASC",
                  {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
   }
@@ -246,6 +253,7 @@ class PostgresStore final : public TuneDb {
     field(std::to_string(r.samples));
     field(r.timestamp);
     field(r.kernel_hash);
+    field(std::to_string(r.row_length));
     out->push_back('\n');
   }
 
@@ -298,6 +306,7 @@ class PostgresStore final : public TuneDb {
       params.push_back(std::to_string(r.samples));
       params.push_back(r.timestamp);
       params.push_back(r.kernel_hash);
+      params.push_back(std::to_string(r.row_length));
     }
     sql += " ON CONFLICT (id) DO NOTHING";
     Result res = run(sql, params, PGRES_COMMAND_OK);
@@ -324,6 +333,7 @@ class PostgresStore final : public TuneDb {
       r.error = text(); r.verify_error = real(); r.median_us = real(); r.p20_us = real(); r.p80_us = real();
       r.bandwidth_gbps = real(); r.samples = static_cast<int>(integer()); r.timestamp = text();
       r.kernel_hash = text();
+      r.row_length = integer();
       out.push_back(std::move(r));
     }
     return out;

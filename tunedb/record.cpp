@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -91,6 +92,15 @@ void to_json(nlohmann::json& j, const TuningRecord& r) {
 #undef FUSEKIT_PUT
   j["status"] = record_status_name(r.status);
   j["kernel_hash"] = r.kernel_hash;
+  j["row_length"] = r.row_length;
+}
+
+int64_t legacy_row_length(const std::string& backend, const std::string& params) {
+  if (backend.rfind("cublaslt", 0) == 0) return 0;  // a GEMM's params are its cuBLASLt plan
+  const std::string padded = " " + params;
+  const size_t at = padded.find(" len=");
+  if (at == std::string::npos) return 0;
+  return std::strtoll(padded.c_str() + at + 5, nullptr, 10);
 }
 
 namespace {
@@ -108,6 +118,12 @@ void read_field(const nlohmann::json& v, int& out) {
                                 v.get<int64_t>() < std::numeric_limits<int>::min()))
     throw std::out_of_range("integer out of range");
   out = v.get<int>();
+}
+void read_field(const nlohmann::json& v, int64_t& out) {
+  if (!v.is_number_integer()) throw std::domain_error("not an integer");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw std::out_of_range("integer out of range");
+  out = v.get<int64_t>();
 }
 void read_field(const nlohmann::json& v, double& out) {
   out = v.is_null() ? std::numeric_limits<double>::infinity() : v.get<double>();
@@ -131,6 +147,16 @@ void from_json(const nlohmann::json& j, TuningRecord& r) {
     if (!j["kernel_hash"].is_string())
       throw UserError("record field 'kernel_hash' has the wrong type: " + j["kernel_hash"].dump());
     r.kernel_hash = j["kernel_hash"].get<std::string>();
+  }
+  // Optional too: before it, the row length was only a token of params.
+  if (j.contains("row_length")) {
+    try {
+      read_field(j["row_length"], r.row_length);
+    } catch (const std::exception&) {
+      throw UserError("record field 'row_length' has the wrong type or is out of range: " + j["row_length"].dump());
+    }
+  } else {
+    r.row_length = legacy_row_length(r.backend, r.params);
   }
   if (!j.contains("status") || !j["status"].is_string()) throw UserError("record lacks field 'status'");
   r.status = parse_record_status(j["status"].get<std::string>());

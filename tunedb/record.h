@@ -55,6 +55,9 @@ struct TuningRecord {
   // How.
   std::string backend;         // "nvrtc" | "halide"
   std::string params;          // canonical Config text
+  // The row length the schedule was compiled for, 0 when it is generic over
+  // it (schedules/row_reduction_template.h, `len`): the stores filter on it.
+  int64_t row_length = 0;
   // The built kernel (16 hex digits of a hash of its image and entry), ""
   // when unknown (no build, or a record from before fusekit kept it). The
   // same params print another kernel after a change to the printer: a
@@ -73,6 +76,10 @@ struct TuningRecord {
 
   TuneKey key() const { return {pipeline_hash, dtype, shape_bucket, arch}; }
 };
+
+// The row length of a record written before the field existed, when only
+// its params named it (a " len=N" token of a row schedule); 0 otherwise.
+int64_t legacy_row_length(const std::string& backend, const std::string& params);
 
 // A fresh random 128-bit id in hex.
 std::string new_record_id();

@@ -12,11 +12,15 @@
 namespace fusekit {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// Version 1: the records (kernel_hash added later with its default); 2 adds
+// row_length, filled from the params of the records already there. A fusekit
+// that reads version 1 refuses a version 2 file instead of writing records
+// whose row length it does not set.
+constexpr int kSchemaVersion = 2;
 constexpr const char* kColumns =
     "id, pipeline_hash, pipeline_text, pattern, dtype, shape, shape_bucket, arch, gpu_name, sm_count, "
     "driver_version, cuda_version, halide_version, fusekit_version, host, backend, params, status, error, "
-    "verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp, kernel_hash";
+    "verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp, kernel_hash, row_length";
 
 constexpr const char* kCreate = R"sql(
 CREATE TABLE IF NOT EXISTS records (
@@ -30,9 +34,16 @@ CREATE TABLE IF NOT EXISTS records (
   status TEXT NOT NULL, error TEXT NOT NULL, verify_error REAL NOT NULL,
   median_us REAL NOT NULL, p20_us REAL NOT NULL, p80_us REAL NOT NULL,
   bandwidth_gbps REAL NOT NULL, samples INTEGER NOT NULL, timestamp TEXT NOT NULL,
-  kernel_hash TEXT NOT NULL DEFAULT '');
+  kernel_hash TEXT NOT NULL DEFAULT '', row_length INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS records_key ON records (pipeline_hash, dtype, shape_bucket, arch, status);
 )sql";
+
+// A version 1 record's row length, from its params as legacy_row_length
+// (tunedb/record.h) reads them: SQLite's CAST takes the leading integer of
+// "16384 rows=1".
+constexpr const char* kLegacyRowLength =
+    "(CASE WHEN backend NOT LIKE 'cublaslt%' AND instr(' ' || params, ' len=') > 0 "
+    "THEN CAST(substr(' ' || params, instr(' ' || params, ' len=') + 5) AS INTEGER) ELSE 0 END)";
 
 class Statement {
  public:
@@ -51,68 +62,16 @@ class Statement {
 class SqliteStore final : public TuneDb {
  public:
   SqliteStore(const std::string& path, bool read_only) : path_(path) {
-    auto parent = std::filesystem::path(path).parent_path();
-    if (!read_only && !parent.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(parent, ec);
-    }
-    const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-      std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw UserError("cannot open database '" + path + "': " + msg +
-                      (read_only ? "; pass --db with an existing database" : "; pass --db with a writable path"));
-    }
-    // Writers wait their turn: sixteen tuning processes committing into one
-    // file at once (bench/fleet_bench) each wait for several seconds at times.
-    sqlite3_busy_timeout(db_, 120000);
-    // Reading the version touches the file header: a non-SQLite file fails here.
-    int version = 0;
-    {
-      sqlite3_stmt* s = nullptr;
-      if (sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &s, nullptr) != SQLITE_OK ||
-          sqlite3_step(s) != SQLITE_ROW) {
-        std::string msg = sqlite3_errmsg(db_);
-        sqlite3_finalize(s);
-        sqlite3_close(db_);
-        db_ = nullptr;
-        throw UserError("'" + path + "' is not a fusekit database (" + msg +
-                        "); pass --db with another path or move the file away");
-      }
-      version = sqlite3_column_int(s, 0);
-      sqlite3_finalize(s);
-    }
-    if (version != 0 && version != kSchemaVersion) {
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw UserError("database '" + path + "' has schema version " + std::to_string(version) +
-                      "; this fusekit reads version " + std::to_string(kSchemaVersion));
-    }
-    if (version == 0 && has_foreign_tables()) {
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw UserError("'" + path + "' is a SQLite file but not a fusekit database; pass --db with another path");
-    }
+    open_file(read_only);
+    const int version = schema_version();
+    check_version(version);
     if (read_only) {
-      // Reads never write: an old file without kernel_hash reads it as ''.
-      if (!has_table())
-        throw UserError("'" + path + "' holds no fusekit records table; run tune or db import into it first");
-      if (!has_column("kernel_hash")) {
-        columns_ = kColumns;
-        columns_.replace(columns_.rfind("kernel_hash"), std::string("kernel_hash").size(), "'' AS kernel_hash");
-      }
+      read_old_columns();
       return;
     }
     // A current database opens without a write, so concurrent opens do not
     // queue for the write lock.
-    if (version == kSchemaVersion && has_column("kernel_hash")) return;
-    exec(kCreate);
-    // A column added after databases were written (kernel_hash): added with
-    // its default, so the file stays readable by the fusekit that wrote it
-    // (whose statements name their columns).
-    if (!has_column("kernel_hash")) exec("ALTER TABLE records ADD COLUMN kernel_hash TEXT NOT NULL DEFAULT ''");
-    if (version != kSchemaVersion) exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+    if (version != kSchemaVersion || !has_column("row_length")) migrate();
   }
   ~SqliteStore() override { sqlite3_close(db_); }
 
@@ -122,7 +81,7 @@ class SqliteStore final : public TuneDb {
     size_t added = 0;
     try {
       Statement ins(db_, std::string("INSERT OR IGNORE INTO records (") + kColumns +
-                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     path_);
       for (const auto& r : records) {
         sqlite3_stmt* s = ins.get();
@@ -136,7 +95,7 @@ class SqliteStore final : public TuneDb {
         text(r.driver_version); text(r.cuda_version); text(r.halide_version); text(r.fusekit_version);
         text(r.host); text(r.backend); text(r.params); text(record_status_name(r.status)); text(r.error);
         real(r.verify_error); real(r.median_us); real(r.p20_us); real(r.p80_us); real(r.bandwidth_gbps);
-        integer(r.samples); text(r.timestamp); text(r.kernel_hash);
+        integer(r.samples); text(r.timestamp); text(r.kernel_hash); integer(r.row_length);
         if (sqlite3_step(s) != SQLITE_DONE) throw UserError("database '" + path_ + "': " + sqlite3_errmsg(db_));
         added += static_cast<size_t>(sqlite3_changes(db_));
       }
@@ -148,13 +107,11 @@ class SqliteStore final : public TuneDb {
     return added;
   }
 
-  // Config text is canonical ("cache=4 len=16384 rows=1"): a specialized
-  // schedule has the token "len=".
   std::vector<TuningRecord> key_records(const TuneKey& key, bool generic_only) const override {
     return query("SELECT " + columns_ +
                      " FROM records WHERE pipeline_hash=?1 AND dtype=?2 AND shape_bucket=?3 AND arch=?4"
                      " AND status IN ('ok','modeled','revoked')" +
-                     (generic_only ? " AND (' ' || params) NOT LIKE '% len=%'" : "") +
+                     (generic_only ? " AND " + row_length_ + " = 0" : "") +
                      " ORDER BY (status='ok') DESC, median_us ASC, timestamp ASC, rowid ASC",
                  {key.pipeline_hash, key.dtype, key.shape_bucket, key.arch});
   }
@@ -183,6 +140,85 @@ class SqliteStore final : public TuneDb {
   }
 
  private:
+  void open_file(bool read_only) {
+    auto parent = std::filesystem::path(path_).parent_path();
+    if (!read_only && !parent.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(parent, ec);
+    }
+    const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+      std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      fail("cannot open database '" + path_ + "': " + msg +
+           (read_only ? "; pass --db with an existing database" : "; pass --db with a writable path"));
+    }
+    // Writers wait their turn: sixteen tuning processes committing into one
+    // file at once (bench/fleet_bench) each wait for several seconds at times.
+    sqlite3_busy_timeout(db_, 120000);
+  }
+
+  // Reading the version touches the file header: a non-SQLite file fails here.
+  int schema_version() {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &s, nullptr) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW) {
+      std::string msg = sqlite3_errmsg(db_);
+      sqlite3_finalize(s);
+      fail("'" + path_ + "' is not a fusekit database (" + msg + "); pass --db with another path or move the file away");
+    }
+    const int version = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return version;
+  }
+
+  void check_version(int version) {
+    if (version > kSchemaVersion)
+      fail("database '" + path_ + "' has schema version " + std::to_string(version) +
+           "; this fusekit reads versions up to " + std::to_string(kSchemaVersion) + ": use a newer fusekit");
+    if (version == 0 && has_foreign_tables())
+      fail("'" + path_ + "' is a SQLite file but not a fusekit database; pass --db with another path");
+  }
+
+  // Reads never write: an old file's missing columns read as what the
+  // migration would store.
+  void read_old_columns() {
+    if (!has_table()) fail("'" + path_ + "' holds no fusekit records table; run tune or db import into it first");
+    if (!has_column("kernel_hash")) replace_column("kernel_hash", "'' AS kernel_hash");
+    if (!has_column("row_length")) {
+      replace_column("row_length", std::string(kLegacyRowLength) + " AS row_length");
+      row_length_ = kLegacyRowLength;
+    }
+  }
+
+  void replace_column(const std::string& name, const std::string& expression) {
+    columns_.replace(columns_.rfind(name), name.size(), expression);
+  }
+
+  // Creates the table or brings an older one to this version, in one write
+  // transaction (a concurrent opener waits, then finds it done). Columns are
+  // added with defaults, so statements naming their columns keep working.
+  void migrate() {
+    exec("BEGIN IMMEDIATE");
+    try {
+      exec(kCreate);
+      if (!has_column("kernel_hash")) exec("ALTER TABLE records ADD COLUMN kernel_hash TEXT NOT NULL DEFAULT ''");
+      if (!has_column("row_length")) {
+        exec("ALTER TABLE records ADD COLUMN row_length INTEGER NOT NULL DEFAULT 0");
+        exec(std::string("UPDATE records SET row_length = ") + kLegacyRowLength);
+      }
+      exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    exec("COMMIT");
+  }
+
+  [[noreturn]] void fail(const std::string& message) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw UserError(message);
+  }
+
   bool has_column(const std::string& name) {
     Statement s(db_, "SELECT COUNT(*) FROM pragma_table_info('records') WHERE name=?1", path_);
     sqlite3_bind_text(s.get(), 1, name.c_str(), -1, SQLITE_TRANSIENT);
@@ -233,6 +269,7 @@ class SqliteStore final : public TuneDb {
       r.error = text(); r.verify_error = real(); r.median_us = real(); r.p20_us = real(); r.p80_us = real();
       r.bandwidth_gbps = real(); r.samples = static_cast<int>(integer()); r.timestamp = text();
       r.kernel_hash = text();
+      r.row_length = integer();
       out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) throw UserError("database '" + path_ + "': " + sqlite3_errmsg(db_));
@@ -240,7 +277,8 @@ class SqliteStore final : public TuneDb {
   }
 
   std::string path_;
-  std::string columns_ = kColumns;  // what SELECTs read
+  std::string columns_ = kColumns;          // what SELECTs read
+  std::string row_length_ = "row_length";   // what WHERE reads it as
   sqlite3* db_ = nullptr;
 };
 

@@ -133,7 +133,7 @@ void bucket_variants(const TuneDb& db, const EmitOptions& o, const FusionCandida
   // A winner compiled for one row length serves that length; the bucket's
   // other lengths get its best generic schedule beside it.
   std::vector<TuningRecord> winners{*choice.best};
-  if (RowReductionTemplate::fixed_row_length(Config::parse(choice.best->params)) > 0)
+  if (choice.best->row_length > 0)
     if (choice.best_generic) winners.push_back(*choice.best_generic);
   for (const TuningRecord& w : winners) {
     Variant v;

@@ -92,7 +92,7 @@ TEST_F(Hostile, ImportRefusesBadFieldsAndWritesNothing) {
       {"sm_count", "999999999999999999999999999999"}, {"samples", "-3"},       {"median_us", "null"},
       {"dtype", "\"f64\""},                           {"arch", "\"sm_999\""},   {"status", "\"great\""},
       {"shape", "\"0x5\""},                           {"p20_us", "-1.5"},       {"backend", "\"cuda\""},
-      {"params", "\"threads==3\""},                   {"sm_count", "1.5"},
+      {"params", "\"threads==3\""},                   {"sm_count", "1.5"},    {"row_length", "512"},
   };
   for (const auto& [field, value] : cases) {
     spit(path("bad.jsonl"), edited_record(field, value));

@@ -80,7 +80,7 @@ TEST_F(PostgresStoreTest, NewerSchemaVersionIsRefusedUntouched) {
   sql("UPDATE fusekit_schema SET version = 99");
   const std::string msg = open_error(uri_);
   EXPECT_NE(msg.find("schema version 99"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("reads versions up to 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("reads versions up to 3"), std::string::npos) << msg;
   EXPECT_EQ(msg.find(PgServer::kPassword), std::string::npos) << msg;
 }
 
@@ -91,9 +91,10 @@ TEST_F(PostgresStoreTest, ReadersNeedTheTables) {
   EXPECT_EQ(open_error(uri_, OpenMode::kMustExist), "");
 }
 
-// A version-1 database (no kernel_hash column) migrates on open; its
-// records read with no kernel and new ones keep theirs.
-TEST_F(PostgresStoreTest, VersionOneMigratesToTwo) {
+// A version-1 database (no kernel_hash, no row_length column) migrates on
+// open: its records read with no kernel, a row schedule compiled for one
+// length gets that length from its params, and new records keep theirs.
+TEST_F(PostgresStoreTest, VersionOneMigratesToTheCurrentVersion) {
   sql(R"sql(
 CREATE TABLE fusekit_schema (version INTEGER NOT NULL);
 INSERT INTO fusekit_schema VALUES (1);
@@ -112,16 +113,23 @@ INSERT INTO fusekit_records (id, pipeline_hash, pipeline_text, pattern, dtype, s
   verify_error, median_us, p20_us, p80_us, bandwidth_gbps, samples, timestamp)
 VALUES ('0123456789abcdef0123456789abcdef', 'abc123', 'layout flat; out = x', 'relu_add', 'f32', '4096', 'n<=2^12',
   'sm_90', 'NVIDIA H200', 132, '580.95.05', '13.0', '14.0.0', '0.1.0', 'vm', 'nvrtc', 'threads=256', 'ok', '',
-  0.1, 5.0, 4.5, 5.5, 100.0, 100, '2026-11-30T01:00:00Z');
+  0.1, 5.0, 4.5, 5.5, 100.0, 100, '2026-11-30T01:00:00Z'),
+  ('1123456789abcdef0123456789abcdef', 'abc123', 'layout flat; out = x', 'relu_add', 'f32', '4096', 'n<=2^12',
+  'sm_90', 'NVIDIA H200', 132, '580.95.05', '13.0', '14.0.0', '0.1.0', 'vm', 'nvrtc', 'cache=4 len=4096 rows=1',
+  'ok', '', 0.1, 3.0, 2.5, 3.5, 100.0, 100, '2026-11-30T01:00:01Z');
 )sql");
   auto db = open_tune_db(uri_, OpenMode::kMustExist);
   auto all = db->all();
-  ASSERT_EQ(all.size(), 1u);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].row_length, 0);
+  EXPECT_EQ(all[1].row_length, 4096);
+  EXPECT_EQ(db->best(all[0].key())->id, all[1].id);
+  EXPECT_EQ(db->best_generic(all[0].key())->id, all[0].id);
   EXPECT_EQ(all[0].kernel_hash, "");
   EXPECT_DOUBLE_EQ(all[0].median_us, 5.0);
   TuningRecord r = all[0];
   r.id = new_record_id();
-  r.median_us = 4.0;
+  r.median_us = 1.0;
   r.kernel_hash = "00000000deadbeef";
   EXPECT_EQ(db->commit({r}), 1u);
   EXPECT_EQ(db->best(r.key())->kernel_hash, "00000000deadbeef");

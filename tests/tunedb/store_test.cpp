@@ -304,11 +304,10 @@ TEST_P(StoreTest, BestPassesOverARevokedKernel) {
   EXPECT_EQ(db->key_records(key, false).size(), 3u);
 }
 
-// A database written before records kept their kernel gains the column, and
-// its records read with none.
-TEST_F(TuneDbTest, OldDatabasesGainTheKernelColumn) {
+// A version 1 database: the records of a schedule compiled for one row
+// length (only its params said so) and of a generic one.
+void write_version_one_db(const std::string& file) {
   sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path("old.db").c_str(), &raw), SQLITE_OK);
   const char* old_schema = R"sql(
 CREATE TABLE records (
   id TEXT PRIMARY KEY,
@@ -323,21 +322,56 @@ CREATE TABLE records (
   bandwidth_gbps REAL NOT NULL, samples INTEGER NOT NULL, timestamp TEXT NOT NULL);
 INSERT INTO records VALUES ('0123456789abcdef0123456789abcdef', 'abc123', 'layout flat; out = x', 'relu_add', 'f32',
   '4096', 'n<=2^12', 'sm_90', 'NVIDIA H200', 132, '13.0', '13.0', '14.0.0', '0.1.0', 'vm', 'nvrtc', 'threads=256',
-  'ok', '', 0.1, 5.0, 4.5, 5.5, 100.0, 100, '2026-11-30T01:00:00Z');
+  'ok', '', 0.1, 5.0, 4.5, 5.5, 100.0, 100, '2026-11-30T01:00:00Z'),
+  ('1123456789abcdef0123456789abcdef', 'abc123', 'layout flat; out = x', 'relu_add', 'f32',
+  '4096', 'n<=2^12', 'sm_90', 'NVIDIA H200', 132, '13.0', '13.0', '14.0.0', '0.1.0', 'vm', 'nvrtc',
+  'cache=4 len=4096 rows=1', 'ok', '', 0.1, 3.0, 2.5, 3.5, 100.0, 100, '2026-11-30T01:00:01Z');
 PRAGMA user_version = 1;
 )sql";
+  ASSERT_EQ(sqlite3_open(file.c_str(), &raw), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(raw, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(raw);
-  auto db = open_sqlite_db(path("old.db"));
-  auto all = db->all();
-  ASSERT_EQ(all.size(), 1u);
+}
+
+// Both records as the migration (or a read-only open, which migrates
+// nothing) must give them.
+void expect_version_one_records(const TuneDb& db) {
+  auto all = db.all();
+  ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].kernel_hash, "");
+  EXPECT_EQ(all[0].row_length, 0);
+  EXPECT_EQ(all[1].row_length, 4096);
+  const TuneKey key{"abc123", "f32", "n<=2^12", "sm_90"};
+  EXPECT_EQ(db.best(key)->id, all[1].id);
+  EXPECT_EQ(db.best_generic(key)->id, all[0].id);
+}
+
+// A version 1 database migrates on open: it gains the kernel and row-length
+// columns, a schedule compiled for one length gets it from its params, and
+// records committed after keep both.
+TEST_F(TuneDbTest, VersionOneDatabasesMigrate) {
+  write_version_one_db(path("old.db"));
+  expect_version_one_records(*open_sqlite_db_read_only(path("old.db")));
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path("old.db").c_str(), &raw), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(raw, "SELECT row_length FROM records", nullptr, nullptr, nullptr), SQLITE_ERROR)
+        << "the read-only open changed the file";
+    sqlite3_close(raw);
+  }
+  auto db = open_sqlite_db(path("old.db"));
+  expect_version_one_records(*db);
+  auto all = db->all();
   EXPECT_DOUBLE_EQ(all[0].median_us, 5.0);
   TuningRecord r = record("nvrtc", 4.0);
   r.kernel_hash = "00000000deadbeef";
+  r.params = "cache=4 len=4096 rows=1";
+  r.row_length = 4096;
+  r.median_us = 1.0;
   EXPECT_EQ(db->commit({r}), 1u);
-  EXPECT_EQ(open_sqlite_db(path("old.db"))->best({"abc123", "f32", "n<=2^12", "sm_90"})->kernel_hash,
-            "00000000deadbeef");
+  auto reopened = open_sqlite_db(path("old.db"));
+  EXPECT_EQ(reopened->best({"abc123", "f32", "n<=2^12", "sm_90"})->kernel_hash, "00000000deadbeef");
+  EXPECT_EQ(reopened->best_generic({"abc123", "f32", "n<=2^12", "sm_90"})->id, all[0].id);
 }
 
 TEST_P(StoreTest, RecordsSurviveReopeningWithEveryField) {
@@ -346,6 +380,7 @@ TEST_P(StoreTest, RecordsSurviveReopeningWithEveryField) {
   r.verify_error = 0.25;
   r.bandwidth_gbps = 4100.5;
   r.kernel_hash = "0123456789abcdef";
+  r.row_length = 16384;
   { open_db("b.db")->commit({r}); }
   auto all = open_db("b.db")->all();
   ASSERT_EQ(all.size(), 1u);
@@ -517,6 +552,27 @@ TEST_F(TuneDbTest, KernelHashIsOptionalInJson) {
   EXPECT_EQ(full.get<TuningRecord>().kernel_hash, "");
   full["kernel_hash"] = 7;
   EXPECT_THROW(full.get<TuningRecord>(), UserError);
+}
+
+// row_length is optional too: an export from before it names the length in
+// params only (a row schedule's len; never a GEMM's plan), else an integer.
+TEST_F(TuneDbTest, RowLengthIsOptionalInJson) {
+  TuningRecord r = record("nvrtc", 2.0);
+  r.params = "cache=4 len=4097 rows=1";
+  r.row_length = 4097;
+  nlohmann::json full = r;
+  EXPECT_EQ(full.get<TuningRecord>().row_length, 4097);
+  full.erase("row_length");
+  EXPECT_EQ(full.get<TuningRecord>().row_length, 4097);
+  full["params"] = "cache=4 rows=1";
+  EXPECT_EQ(full.get<TuningRecord>().row_length, 0);
+  full["backend"] = "cublaslt";
+  full["params"] = "rank=0 len=12";
+  EXPECT_EQ(full.get<TuningRecord>().row_length, 0);
+  for (nlohmann::json bad : {nlohmann::json("4097"), nlohmann::json(40.5)}) {
+    full["row_length"] = bad;
+    EXPECT_THROW(full.get<TuningRecord>(), UserError) << bad;
+  }
 }
 
 TEST(TuningRecord, FromJsonNamesMissingFields) {
