@@ -404,7 +404,8 @@ def summarize(samples):
     return {"median_us": pick(0.5), "p20_us": pick(0.2), "p80_us": pick(0.8), "samples": len(s)}
 
 
-def main():
+def parse_args():
+    """The command line: the package, the output, what to run and how to time it."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--package", required=True)
     ap.add_argument("--out", required=True)
@@ -421,122 +422,139 @@ def main():
                     help="spin queued before each timed call so the host is ahead of the GPU (0: none)")
     ap.add_argument("--precompile-workers", type=int, default=8,
                     help="processes compiling torch.compile's graphs before timing; 0 = compile while timing")
-    a = ap.parse_args()
-    t_start = time.monotonic()
-    skipped = []
-    selected = a.ops.split(",") if a.ops else []
-    # A fresh Inductor cache: every graph is compiled in this run.
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="fusekit-peers-inductor-"))
-    compile_summary = {"workers": 0}
-    if a.precompile_workers > 0:
-        compile_summary = precompile(compile_jobs(selected, a.quick), a.precompile_workers)
-    set_torch_state()
-    if a.package_ready:
-        while not os.path.exists(a.package_ready):
-            if time.monotonic() - t_start > 600:
-                sys.exit("no %s after 600 s: the package build did not finish" % a.package_ready)
-            time.sleep(1)
-        with open(a.package_ready) as f:
-            state = f.read().strip()
-        if state != "ok":
-            sys.exit("the package build failed: " + state)
-        print("package ready after %.0f s" % (time.monotonic() - t_start), flush=True)
-    fk = Fusekit(a.package)
-    spin_rate = calibrate_spacer(a.spacer_us)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    results = []
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(1)
-    for op, (layout, names, params, eager) in OPS.items():
-        if selected and op not in selected:
-            continue
-        if a.deadline and time.monotonic() - t_start > a.deadline:
-            skipped.append(op)
-            continue
-        scripted = torch.jit.script(eager)
-        compiled = torch.compile(eager, dynamic=False)
-        autotuned = torch.compile(eager, mode="max-autotune-no-cudagraphs", dynamic=False)
-        for dt_name, dt in DTYPES.items():
-            for shape in shapes_for(layout, a.quick):
-                elements = 1
-                for d in shape:
-                    elements *= d
-                # Outputs: the eager result's shapes, one tensor per output.
-                probe = make_inputs(layout, names, shape, dt, gen)
-                out_shapes = [list(t.shape) for t in as_tuple(eager(*probe))]
-                # Enough input sets that rotating through them never hits L2,
-                # and at least two: lines a kernel reads at evict_last outlast
-                # other traffic (gap probe 4517801-rmsbf16-after), so a call
-                # on the tensors of the call before could find some of them.
-                sets = []
-                while True:
-                    ins = make_inputs(layout, names, shape, dt, gen)
-                    outs = [torch.empty(s, dtype=dt, device="cuda") for s in out_shapes]
-                    sets.append((ins, outs))
-                    bytes_moved = (sum(t.numel() for t in ins) + sum(o.numel() for o in outs)) * outs[0].element_size()
-                    if (bytes_moved * len(sets) >= 2.5 * l2 and len(sets) >= 2) or len(sets) >= 64:
-                        break
-                refs = [r.to(dt) for r in as_tuple(eager(*[t.float() for t in sets[0][0]]))]
-                call0 = fk.caller(op, dt_name, sets[0][0], sets[0][1], params, shape)
-                call0()
-                torch.cuda.synchronize()
-                atol, rtol = tolerance(dt_name, layout, shape)
-                ok, err = True, 0.0
-                for got, want in zip(sets[0][1], refs):
-                    got, want = got.float(), want.float()
-                    excess = (got - want).abs() / (atol + rtol * want.abs())
-                    ok = ok and bool(excess.max().item() <= 1.0)
-                    err = max(err, (got - want).abs().max().item())
-                impls = {
-                    "fusekit": [fk.caller(op, dt_name, i, o, params, shape) for i, o in sets],
-                    "eager": [lambda i=i: eager(*i) for i, _ in sets],
-                    "torchscript": [lambda i=i: scripted(*i) for i, _ in sets],
-                    "inductor": [lambda i=i: compiled(*i) for i, _ in sets],
-                    "inductor_max_autotune": [lambda i=i: autotuned(*i) for i, _ in sets],
-                }
-                graph_fns = {"fusekit": fk.caller(op, dt_name, sets[0][0], sets[0][1], params, shape,
-                                                  follow_stream=True)}
-                src = torch.empty(bytes_moved // 2, dtype=torch.uint8, device="cuda")
-                dst = torch.empty_like(src)
-                impls["copy"] = [lambda: dst.copy_(src)]
-                row = {"op": op, "dtype": dt_name, "shape": "x".join(map(str, shape)), "elements": elements,
-                       "bytes": bytes_moved, "fusekit_verified": bool(ok), "fusekit_max_abs_err": err, "impls": {}}
-                if not ok:
-                    print("fusekit disagrees with eager on %s %s %s (max err %g): not timed" % (
-                        op, dt_name, row["shape"], err), file=sys.stderr)
-                    del impls["fusekit"]
-                times = interleaved_times(impls, 30 if a.quick else 100, a.rounds)
-                for name, fns in impls.items():
-                    entry = summarize(times[name][0])
-                    entry["round_medians_us"] = times[name][1]
-                    entry["gbps"] = bytes_moved / (entry["median_us"] * 1e-6) / 1e9
-                    if elements <= 1048576:
-                        entry["per_call_us"] = per_call_us(fns[0], 2000 if a.quick else 10000)
-                        try:
-                            entry["graph_us_per_call"] = graph_us(graph_fns.get(name, fns[0]))
-                        except Exception as e:  # a peer that cannot be captured
-                            entry["graph_error"] = str(e)
-                    row["impls"][name] = entry
-                results.append(row)
-                print("%-22s %-4s %-14s" % (op, dt_name, row["shape"]) + "".join(
-                    " %s=%.2fus" % (k, v["median_us"]) for k, v in row["impls"].items()), flush=True)
-                # After every row, so a run cut short keeps what it measured.
-                with open(a.out, "w") as f:
-                    json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                               "seconds": time.monotonic() - t_start, "precompile": compile_summary,
-                               "spacer_us": a.spacer_us, "spacer_cycles_per_us": spin_rate,
-                               "results": results}, f, indent=1)
-    if skipped:
-        print("deadline of %.0f s passed: not run: %s" % (a.deadline, " ".join(skipped)), flush=True)
-    compile_summary["timed_process"] = inductor_cache_counters()
-    print("Inductor FX graph cache in the timed process: %(fxgraph_cache_hit)d hits, %(fxgraph_cache_miss)d misses"
-          % compile_summary["timed_process"], flush=True)
+    return ap.parse_args()
+
+
+def wait_for_package(path, t_start):
+    """Waits for --package-ready's file (600 s from the start at most); exits unless it reads 'ok'."""
+    while not os.path.exists(path):
+        if time.monotonic() - t_start > 600:
+            sys.exit("no %s after 600 s: the package build did not finish" % path)
+        time.sleep(1)
+    with open(path) as f:
+        state = f.read().strip()
+    if state != "ok":
+        sys.exit("the package build failed: " + state)
+    print("package ready after %.0f s" % (time.monotonic() - t_start), flush=True)
+
+
+def op_rows(a, fk, gen, l2, op):
+    """One op's rows (each dtype and shape), each measured when asked for; its compiled peers made once."""
+    layout, names, params, eager = OPS[op]
+    scripted = torch.jit.script(eager)
+    compiled = torch.compile(eager, dynamic=False)
+    autotuned = torch.compile(eager, mode="max-autotune-no-cudagraphs", dynamic=False)
+    for dt_name, dt in DTYPES.items():
+        for shape in shapes_for(layout, a.quick):
+            yield measure_row(a, fk, gen, l2, op, dt_name, shape, (eager, scripted, compiled, autotuned))
+
+
+def measure_row(a, fk, gen, l2, op, dt_name, shape, peer_fns):
+    """One op at one dtype and shape: fusekit checked against eager, then every implementation timed."""
+    layout, names, params, eager = OPS[op]
+    elements = 1
+    for d in shape:
+        elements *= d
+    sets, bytes_moved = input_sets(layout, names, shape, DTYPES[dt_name], gen, l2, eager)
+    ok, err = check_fusekit(fk, op, dt_name, shape, sets)
+    impls, graph_fns = implementations(fk, op, dt_name, shape, sets, peer_fns, bytes_moved)
+    row = {"op": op, "dtype": dt_name, "shape": "x".join(map(str, shape)), "elements": elements,
+           "bytes": bytes_moved, "fusekit_verified": bool(ok), "fusekit_max_abs_err": err, "impls": {}}
+    if not ok:
+        print("fusekit disagrees with eager on %s %s %s (max err %g): not timed" % (
+            op, dt_name, row["shape"], err), file=sys.stderr)
+        del impls["fusekit"]
+    row["impls"] = time_impls(a, impls, graph_fns, bytes_moved, elements)
+    return row
+
+
+def input_sets(layout, names, shape, dt, gen, l2, eager):
+    """The (inputs, outputs) sets the timed calls rotate over, and the bytes one call reads and writes."""
+    # Outputs: the eager result's shapes, one tensor per output.
+    probe = make_inputs(layout, names, shape, dt, gen)
+    out_shapes = [list(t.shape) for t in as_tuple(eager(*probe))]
+    # Enough input sets that rotating through them never hits L2,
+    # and at least two: lines a kernel reads at evict_last outlast
+    # other traffic (gap probe 4517801-rmsbf16-after), so a call
+    # on the tensors of the call before could find some of them.
+    sets = []
+    while True:
+        ins = make_inputs(layout, names, shape, dt, gen)
+        outs = [torch.empty(s, dtype=dt, device="cuda") for s in out_shapes]
+        sets.append((ins, outs))
+        bytes_moved = (sum(t.numel() for t in ins) + sum(o.numel() for o in outs)) * outs[0].element_size()
+        if (bytes_moved * len(sets) >= 2.5 * l2 and len(sets) >= 2) or len(sets) >= 64:
+            break
+    return sets, bytes_moved
+
+
+def check_fusekit(fk, op, dt_name, shape, sets):
+    """fusekit on the first set against eager's f32 result rounded once: (within tolerance, max abs error)."""
+    layout, _, params, eager = OPS[op]
+    refs = [r.to(DTYPES[dt_name]) for r in as_tuple(eager(*[t.float() for t in sets[0][0]]))]
+    call0 = fk.caller(op, dt_name, sets[0][0], sets[0][1], params, shape)
+    call0()
+    torch.cuda.synchronize()
+    atol, rtol = tolerance(dt_name, layout, shape)
+    ok, err = True, 0.0
+    for got, want in zip(sets[0][1], refs):
+        got, want = got.float(), want.float()
+        excess = (got - want).abs() / (atol + rtol * want.abs())
+        ok = ok and bool(excess.max().item() <= 1.0)
+        err = max(err, (got - want).abs().max().item())
+    return ok, err
+
+
+def implementations(fk, op, dt_name, shape, sets, peer_fns, bytes_moved):
+    """Each implementation's calls, one per set, with a copy of the same bytes; and fusekit's call for graph capture."""
+    params = OPS[op][2]
+    eager, scripted, compiled, autotuned = peer_fns
+    impls = {
+        "fusekit": [fk.caller(op, dt_name, i, o, params, shape) for i, o in sets],
+        "eager": [lambda i=i: eager(*i) for i, _ in sets],
+        "torchscript": [lambda i=i: scripted(*i) for i, _ in sets],
+        "inductor": [lambda i=i: compiled(*i) for i, _ in sets],
+        "inductor_max_autotune": [lambda i=i: autotuned(*i) for i, _ in sets],
+    }
+    graph_fns = {"fusekit": fk.caller(op, dt_name, sets[0][0], sets[0][1], params, shape,
+                                      follow_stream=True)}
+    src = torch.empty(bytes_moved // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    impls["copy"] = [lambda: dst.copy_(src)]
+    return impls, graph_fns
+
+
+def time_impls(a, impls, graph_fns, bytes_moved, elements):
+    """Each implementation's times, by name: kernel time over the rounds, and per call and in a graph when small."""
+    times = interleaved_times(impls, 30 if a.quick else 100, a.rounds)
+    entries = {}
+    for name, fns in impls.items():
+        entry = summarize(times[name][0])
+        entry["round_medians_us"] = times[name][1]
+        entry["gbps"] = bytes_moved / (entry["median_us"] * 1e-6) / 1e9
+        if elements <= 1048576:
+            entry["per_call_us"] = per_call_us(fns[0], 2000 if a.quick else 10000)
+            try:
+                entry["graph_us_per_call"] = graph_us(graph_fns.get(name, fns[0]))
+            except Exception as e:  # a peer that cannot be captured
+                entry["graph_error"] = str(e)
+        entries[name] = entry
+    return entries
+
+
+def write_results(a, t_start, compile_summary, spin_rate, results, skipped=None):
+    """Writes the JSON: the rows so far, and once the run is over (`skipped` given) the ops not run."""
     with open(a.out, "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                   "seconds": time.monotonic() - t_start, "precompile": compile_summary, "skipped_ops": skipped,
-                   "spacer_us": a.spacer_us, "spacer_cycles_per_us": spin_rate,
-                   "results": results}, f, indent=1)
-    # Summary: ratios at the largest size, geometric means.
+        doc = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+               "seconds": time.monotonic() - t_start, "precompile": compile_summary}
+        if skipped is not None:
+            doc["skipped_ops"] = skipped
+        doc.update({"spacer_us": a.spacer_us, "spacer_cycles_per_us": spin_rate, "results": results})
+        json.dump(doc, f, indent=1)
+
+
+def print_summary(results):
+    """Prints fusekit's ratios at each op's largest size and their geometric means."""
     print("\n%-22s %-4s %10s %15s %10s %10s" % ("op", "dtype", "fk/ind", "rounds", "fk/eager", "x copy"))
     ratios_ind, ratios_eager = [], []
     for r in results:
@@ -553,6 +571,46 @@ def main():
     if ratios_ind:
         print("geometric mean speedup: %.2fx over Inductor, %.2fx over eager" % (
             statistics.geometric_mean(ratios_ind), statistics.geometric_mean(ratios_eager)))
+
+
+def main():
+    a = parse_args()
+    t_start = time.monotonic()
+    skipped = []
+    selected = a.ops.split(",") if a.ops else []
+    # A fresh Inductor cache: every graph is compiled in this run.
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="fusekit-peers-inductor-"))
+    compile_summary = {"workers": 0}
+    if a.precompile_workers > 0:
+        compile_summary = precompile(compile_jobs(selected, a.quick), a.precompile_workers)
+    set_torch_state()
+    if a.package_ready:
+        wait_for_package(a.package_ready, t_start)
+    fk = Fusekit(a.package)
+    spin_rate = calibrate_spacer(a.spacer_us)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    results = []
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)
+    for op in OPS:
+        if selected and op not in selected:
+            continue
+        if a.deadline and time.monotonic() - t_start > a.deadline:
+            skipped.append(op)
+            continue
+        for row in op_rows(a, fk, gen, l2, op):
+            results.append(row)
+            print("%-22s %-4s %-14s" % (op, row["dtype"], row["shape"]) + "".join(
+                " %s=%.2fus" % (k, v["median_us"]) for k, v in row["impls"].items()), flush=True)
+            # After every row, so a run cut short keeps what it measured.
+            write_results(a, t_start, compile_summary, spin_rate, results)
+    if skipped:
+        print("deadline of %.0f s passed: not run: %s" % (a.deadline, " ".join(skipped)), flush=True)
+    compile_summary["timed_process"] = inductor_cache_counters()
+    print("Inductor FX graph cache in the timed process: %(fxgraph_cache_hit)d hits, %(fxgraph_cache_miss)d misses"
+          % compile_summary["timed_process"], flush=True)
+    write_results(a, t_start, compile_summary, spin_rate, results, skipped)
+    print_summary(results)
     print("whole suite: %.0f s" % (time.monotonic() - t_start))
 
 

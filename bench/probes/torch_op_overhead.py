@@ -166,7 +166,8 @@ def burst_us(fn, n):
     return (time.perf_counter() - t) / n * 1e6
 
 
-def main():
+def parse_args():
+    """The command line: where the results go, how long to time, which package and Python tree to probe."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out")
     p.add_argument("--rounds", type=int, default=40)
@@ -176,15 +177,23 @@ def main():
                    help="the fusekit Python package to probe (default: this tree's python/; an older tree's, "
                         "exported with git archive, gives the before of a change; one without the fixed-arity "
                         "operators skips their rows)")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def register_relu_add(python, package):
+    """Builds the probe's operators, loads fusekit.torch.ops from `python` and registers relu_add; returns its id."""
     cpp.load_inline("fusekit_probe_ops", cpp_sources=[SOURCE], is_python_module=False, extra_cflags=["-O2"])
-    sys.path.insert(0, args.python)
+    sys.path.insert(0, python)
     from fusekit.torch import ops
     ops.library()
     with tempfile.TemporaryDirectory() as d:
-        pkg = args.package or stub_package(d)
+        pkg = package or stub_package(d)
         op = ops.register_op(pkg, "relu_add", "f32", "flat", ["x (a)", "y (b)"], [0, 0], ["out (c)"], [])
-    a, b = torch.randn(16), torch.randn(16)
+    return op
+
+
+def chains(op):
+    """The FX graphs timed, by label: an empty one, and a chain of 10 calls of each operator."""
     probe = torch.ops.fusekit_probe
     noop, host_fixed, host_list = probe.noop_fixed.default, probe.host_fixed.default, probe.host_list.default
     aten_add = torch.ops.aten.add.Tensor
@@ -197,13 +206,19 @@ def main():
 
     def emit_list(g, target, prev, y):
         return g.call_function(operator.getitem, (g.call_function(target, (op, [prev, y])), 0))
-    graphs = {"empty": chain(None, None, 0),
-              "aten.add.Tensor": chain(aten_add, emit_two, 10),
-              "noop_fixed(id, a, b)": chain(noop, emit_fixed, 10),
-              "fusekit launch(op, [x, y])[0]": chain(host_list, emit_list, 10),
-              "fusekit launch_2_1(op, x, y)": chain(host_fixed, emit_fixed, 10)}
-    fixed = hasattr(torch.ops.fusekit, "launch_2_1")
-    python_calls = {
+    return {"empty": chain(None, None, 0),
+            "aten.add.Tensor": chain(aten_add, emit_two, 10),
+            "noop_fixed(id, a, b)": chain(noop, emit_fixed, 10),
+            "fusekit launch(op, [x, y])[0]": chain(host_list, emit_list, 10),
+            "fusekit launch_2_1(op, x, y)": chain(host_fixed, emit_fixed, 10)}
+
+
+def python_calls_of(op, a, b, graphs, fixed):
+    """The calls timed from Python, by label: torch's, the do-nothing operators', fusekit's and the graphs'."""
+    probe = torch.ops.fusekit_probe
+    noop, host_fixed, host_list = probe.noop_fixed.default, probe.host_fixed.default, probe.host_list.default
+    aten_add = torch.ops.aten.add.Tensor
+    return {
         "torch.add": lambda: torch.add(a, b),
         "torch.empty_like": lambda: torch.empty_like(a),
         "aten.add.Tensor (OpOverload)": lambda: aten_add(a, b),
@@ -220,7 +235,11 @@ def main():
         **({"python chain of 10: fusekit launch_2_1(op, x, y)": lambda: python_chain(host_fixed, op, a, b)}
            if fixed else {}),
     }
-    n = args.burst
+
+
+def cpp_calls_of(op, a, b, n, fixed):
+    """The calls timed from C++ (the probe's extension), by label: each returns its own µs per call over n calls."""
+    probe = torch.ops.fusekit_probe
     cpp_calls = {
         "C++ noop_fixed direct": lambda: probe.direct_us(n, a, b),
         "C++ boxed noop_fixed(id, a, b)": lambda: probe.boxed_us("fusekit_probe::noop_fixed", "", n, 0, a, b, False),
@@ -231,19 +250,31 @@ def main():
     if fixed:
         cpp_calls["C++ boxed fusekit launch_2_1"] = lambda: probe.boxed_us("fusekit_probe::host_fixed", "", n, op, a,
                                                                            b, False)
-    rounds = {k: [] for k in [*python_calls, *cpp_calls]}
+    return cpp_calls
+
+
+def time_rounds(python_calls, cpp_calls, rounds, n):
+    """Every call's µs per call in each of `rounds` interleaved rounds of n calls, by label."""
+    rounds_us = {k: [] for k in [*python_calls, *cpp_calls]}
     with torch.no_grad():
         for fn in python_calls.values():
             burst_us(fn, 200)
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for k, fn in python_calls.items():
-                rounds[k].append(burst_us(fn, n))
+                rounds_us[k].append(burst_us(fn, n))
             for k, fn in cpp_calls.items():
-                rounds[k].append(fn())
-    low = {k: min(v) for k, v in rounds.items()}
-    med = {k: statistics.median(v) for k, v in rounds.items()}
-    per_op = {k: {s: (m[f"graph of 10: {k}"] - m["graph of 0"]) / 10 for s, m in (("min", low), ("median", med))}
-              for k in graphs if f"graph of 10: {k}" in low}
+                rounds_us[k].append(fn())
+    return rounds_us
+
+
+def per_op_in_graph(graphs, low, med):
+    """Per op in each graph of 10 (min and median): the graph's time less the empty graph's, over 10."""
+    return {k: {s: (m[f"graph of 10: {k}"] - m["graph of 0"]) / 10 for s, m in (("min", low), ("median", med))}
+            for k in graphs if f"graph of 10: {k}" in low}
+
+
+def breakdown_of(python_calls, low, per_op, fixed):
+    """Where each fusekit call's min time goes: graph frame, Python binding, dispatcher and body."""
     dispatcher = low["C++ boxed noop_fixed(id, a, b)"] - low["C++ noop_fixed direct"]
     breakdown = {}
     for k in ("fusekit launch_2_1", "fusekit launch")[0 if fixed else 1:]:
@@ -254,20 +285,48 @@ def main():
                                                if f"python chain of 10: {py}" in low else None),
                         "graph_frame_us": per_op[py]["min"] - low[py], "python_binding_us": low[py] - boxed,
                         "dispatcher_us": dispatcher, "body_us": boxed - dispatcher}
+    return breakdown
+
+
+def result_of(args, low, med, per_op, breakdown, rounds):
+    """The JSON document: the method, every call's min and median, the per-op figures and the breakdown."""
+    n = args.burst
     add = low["torch.add"]
-    result = {"torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
-              "fusekit_python": os.path.realpath(args.python),
-              "method": f"{args.rounds} interleaved rounds of {n} calls each; min and median per call over the "
-                        "rounds; fusekit's operators on CPU tensors through their Meta kernels (no launch)",
-              "min_us": low, "median_us": med, "graph_per_op_us": per_op, "breakdown_min_us": breakdown,
-              "ratio_to_torch_add_min": {k: v / add for k, v in low.items()}, "rounds_us": rounds}
+    return {"torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+            "fusekit_python": os.path.realpath(args.python),
+            "method": f"{args.rounds} interleaved rounds of {n} calls each; min and median per call over the "
+                      "rounds; fusekit's operators on CPU tensors through their Meta kernels (no launch)",
+            "min_us": low, "median_us": med, "graph_per_op_us": per_op, "breakdown_min_us": breakdown,
+            "ratio_to_torch_add_min": {k: v / add for k, v in low.items()}, "rounds_us": rounds}
+
+
+def print_report(rounds, low, med, per_op, breakdown):
+    """Prints every call, the per-op figures and the breakdown, each against torch.add's min."""
+    add = low["torch.add"]
     for k in rounds:
         print(f"{k:46s} min {low[k]:6.2f} us  median {med[k]:6.2f} us  (min {low[k] / add:.2f}x torch.add)")
     for k, v in per_op.items():
         print(f"per op in a graph: {k:30s} min {v['min']:6.2f} us  median {v['median']:6.2f} us  "
               f"(min {v['min'] / add:.2f}x torch.add)")
     for k, v in breakdown.items():
-        print(f"{k}: " + ", ".join(f"{s} {us:.2f}" for s, us in v.items()))
+        print(f"{k}: " + ", ".join(f"{s} " + ("-" if us is None else f"{us:.2f}") for s, us in v.items()))
+
+
+def main():
+    args = parse_args()
+    op = register_relu_add(args.python, args.package)
+    a, b = torch.randn(16), torch.randn(16)
+    graphs = chains(op)
+    fixed = hasattr(torch.ops.fusekit, "launch_2_1")
+    python_calls = python_calls_of(op, a, b, graphs, fixed)
+    cpp_calls = cpp_calls_of(op, a, b, args.burst, fixed)
+    rounds = time_rounds(python_calls, cpp_calls, args.rounds, args.burst)
+    low = {k: min(v) for k, v in rounds.items()}
+    med = {k: statistics.median(v) for k, v in rounds.items()}
+    per_op = per_op_in_graph(graphs, low, med)
+    breakdown = breakdown_of(python_calls, low, per_op, fixed)
+    result = result_of(args, low, med, per_op, breakdown, rounds)
+    print_report(rounds, low, med, per_op, breakdown)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
