@@ -202,7 +202,12 @@ def host_overhead(gm, ref_gm, values):
     kernel's own inputs (no sync inside the loop): the operator the rewritten
     graph calls for the region (fusekit_op_us, the bar), the same call as a
     node of an FX graph (graph_op_us), and the generic launch(op, [inputs])
-    the rewrite emitted before the fixed-arity family (generic_op_us)."""
+    the rewrite emitted before the fixed-arity family (generic_op_us); and
+    where the op's time goes: the same call on meta copies of the inputs
+    (meta_op_us: Python binding, dispatcher, the checks and the outputs'
+    allocation on meta, no CUDA) and the CUDA allocation of its outputs
+    alone (alloc_us); the rest is the stream and guard lookups and the
+    package's launch."""
     from fusekit.torch import ops, verify
     region = next((r for r in gm.fusekit_regions if r.replaced), None)
     if region is None:
@@ -227,15 +232,21 @@ def host_overhead(gm, ref_gm, values):
         us = (time.perf_counter() - t) / n * 1e6
         torch.cuda.synchronize()
         return us
+    meta_args = ops.call_args(target, region.op_id, [t.to("meta") for t in ins])
+    full = max(ins, key=lambda t: t.numel())
     with torch.no_grad():
         add_us = per_call(lambda: torch.add(a, b))
         op_us = per_call(lambda: target(*args))
+        meta_us = per_call(lambda: target(*meta_args))
+        alloc_us = per_call(lambda: [torch.empty_strided(full.shape, full.stride(), dtype=full.dtype, device=full.device)
+                                     for _ in region.outputs])
         graph_us = per_call(lambda: one(*ins))
         generic_us = per_call(lambda: generic(region.op_id, ins))
         add_again_us = per_call(lambda: torch.add(a, b))
     return {"torch_add_us": add_us, "fusekit_op_us": op_us, "ratio": op_us / add_us, "op": region.entry,
             "operator": str(target), "inputs": len(ins), "outputs": len(region.outputs), "graph_op_us": graph_us,
-            "generic_op_us": generic_us, "torch_add_again_us": add_again_us, "bar": "<= 1.2x"}
+            "generic_op_us": generic_us, "meta_op_us": meta_us, "alloc_us": alloc_us,
+            "torch_add_again_us": add_again_us, "bar": "<= 1.2x"}
 
 
 def bench_case(name, size, dtype, args):
