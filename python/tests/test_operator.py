@@ -3,6 +3,9 @@ tensor, never a crash) and their fake kernels, on a real package without a
 GPU: the fixed-arity family the rewrite emits (launch_<inputs>_<outputs>) and
 the generic launch(op, [inputs]) it keeps for wider entries."""
 
+import shutil
+import subprocess
+
 import pytest
 import torch
 
@@ -254,3 +257,12 @@ def test_a_later_process_loads_the_built_library_by_its_stamp(oplib, tmp_path, m
     assert ops._built(ops._stamp(str(src), ["-DA"], [], [])) is None
     lib.unlink()
     assert ops._built(stamp) is None  # a stamp whose library is gone builds again
+
+
+def test_library_shares_torchs_libstdcxx(oplib):
+    """A static libstdc++ inside the library breaks its messages' numbers (a crash on some hosts)."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf (binutils) is not installed")
+    dynamic = subprocess.run([readelf, "-d", oplib.path], capture_output=True, text=True, check=True).stdout
+    assert "[libstdc++.so.6]" in dynamic, dynamic

@@ -37,14 +37,18 @@ def _cuda_include():
 
 
 def _build_flags():
+    """Compiler flags, include folders and linker flags for this torch and CUDA."""
     torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
     cuda_inc = _cuda_include()
     lib = os.path.join(os.path.dirname(torch.__file__), "lib")
     have = (cuda_inc and os.path.isfile(os.path.join(torch_include, "c10", "cuda", "CUDAStream.h"))
             and glob.glob(os.path.join(lib, "libc10_cuda.so*")))
+    # Named by soname: where a compiler lacks the libstdc++.so link it would take libstdc++.a, and a
+    # second, static libstdc++ beside torch's breaks integer formatting in the error messages.
+    ldflags = ["-ldl", "-l:libstdc++.so.6"]
     if not have:
-        return [], [], ["-ldl"]
-    return ["-DFUSEKIT_HAVE_C10_CUDA"], [cuda_inc], ["-ldl", f"-L{lib}", "-lc10_cuda"]
+        return [], [], ldflags
+    return ["-DFUSEKIT_HAVE_C10_CUDA"], [cuda_inc], [*ldflags, f"-L{lib}", "-lc10_cuda"]
 
 
 class _Library:
@@ -90,7 +94,7 @@ def _build(src, cflags, includes, ldflags):
     from torch.utils.cpp_extension import is_ninja_available, load
     if os.environ.get("FUSEKIT_NO_NINJA") or not is_ninja_available():
         return _compile_direct(src, cflags, includes, ldflags)
-    return load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", *cflags],
+    return load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", "-g", *cflags],
                 extra_include_paths=includes, extra_ldflags=ldflags, is_python_module=False,
                 build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
 
@@ -136,7 +140,7 @@ def _compile_direct(src, cflags, includes, ldflags):
     so = os.path.join(d, f"lib{name}_direct.so")
     if not os.path.isfile(so) or os.path.getmtime(so) < os.path.getmtime(src):
         abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-        cmd = [os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O2", "-std=c++20", src, "-o", so + ".tmp",
+        cmd = [os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O2", "-g", "-std=c++20", src, "-o", so + ".tmp",
                f"-DTORCH_EXTENSION_NAME={name}", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
                *cflags, *[f"-I{p}" for p in [*ce.include_paths(), *includes]],
                *[f"-L{p}" for p in ce.library_paths()], "-lc10", "-ltorch", "-ltorch_cpu", *ldflags]

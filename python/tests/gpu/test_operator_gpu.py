@@ -6,13 +6,15 @@ ValueError naming the tensor.
 
 The calls run in a child process, so that a crash fails these tests instead of
 ending the run; a child killed by a signal runs again under gdb, where there is
-one, and the test's message carries the native backtrace.
+one, else with segv_backtrace.c preloaded, and the test's message carries
+the native backtrace.
 """
 
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import torch
@@ -53,14 +55,37 @@ def _run_child(package, case):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     text = done.stdout + done.stderr[-4000:]
     if done.returncode < 0:
-        gdb = shutil.which("gdb")
-        if gdb:
-            trace = subprocess.run([gdb, "-batch", "-ex", "run", "-ex", "bt 40", "--args", *cmd], capture_output=True,
-                                   text=True, timeout=300, env=env)
-            text += "\n--- under gdb ---\n" + trace.stdout[-8000:]
-        else:
-            text += "\n(no gdb on this machine for a native backtrace)"
+        text += native_backtrace(cmd[:1] + cmd[3:], env)
     return done.returncode, done.stdout, text
+
+
+def native_backtrace(cmd, env):
+    """The command run again for a native backtrace: under gdb, else with
+    segv_backtrace.c preloaded and its frames resolved by addr2line."""
+    gdb = shutil.which("gdb")
+    if gdb:
+        trace = subprocess.run([gdb, "-batch", "-ex", "run", "-ex", "bt 40", "--args", *cmd], capture_output=True,
+                               text=True, timeout=300, env=env)
+        return "\n--- under gdb ---\n" + trace.stdout[-8000:]
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return "\n(no gdb and no C compiler on this machine for a native backtrace)"
+    so = os.path.join(tempfile.mkdtemp(), "segv_backtrace.so")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", os.path.join(HERE, "segv_backtrace.c"), "-o", so], check=True)
+    trace = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(env, LD_PRELOAD=so))
+    lines = [_resolve(line) for line in trace.stderr.splitlines() if line.startswith(("SIGNAL", "FRAME"))]
+    return "\n--- native backtrace (segv_backtrace.c) ---\n" + "\n".join(lines)
+
+
+def _resolve(line):
+    """A FRAME line with addr2line's function and source line added."""
+    parts = line.split(" ", 3)
+    addr2line = shutil.which("addr2line")
+    if parts[0] != "FRAME" or parts[1] == "?" or not addr2line:
+        return line
+    got = subprocess.run([addr2line, "-f", "-C", "-i", "-e", parts[1], parts[2]], capture_output=True, text=True)
+    where = " | ".join(got.stdout.split("\n")).strip(" |")
+    return f"{line}  ->  {where}"
 
 
 @pytest.mark.parametrize("case", ["right_calls"])

@@ -5,7 +5,9 @@
 # capture (bench/models.py capture), tunes each plan on this GPU
 # (TORCH_BUDGET schedules per entry and size, 4) and builds its package, runs
 # the GPU tests (python/tests/gpu: every replaced region against eager, CUDA
-# graph replay, opcheck on CUDA), one forward of each model under memcheck, then bench/models.py against eager,
+# graph replay, opcheck on CUDA; and python/tests/test_operator.py, the
+# operator's checks with CPU tensors, against this machine's torch), one
+# forward of each model under memcheck, then bench/models.py against eager,
 # TorchScript and torch.compile -> capture.txt, tune-<case>.txt,
 # gpu_tests.txt, models.json, models.md. TORCH_MODELS narrows the models
 # ("bert gpt2 llama resnet50"; one or two fit a call), TORCH_SIZES the sizes
@@ -52,7 +54,7 @@ done
 
 if [ "${TORCH_TESTS:-1}" != 0 ]; then
   step gpu tests
-  FUSEKIT_MODELS="$work" timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests/gpu \
+  FUSEKIT_MODELS="$work" timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests/gpu python/tests/test_operator.py \
     >"$out/gpu_tests.txt" 2>&1
   note "gpu tests" $?
   tail -3 "$out/gpu_tests.txt" >>"$log"
