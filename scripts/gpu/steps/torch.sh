@@ -11,8 +11,8 @@
 # TorchScript and torch.compile -> capture.txt, tune-<case>.txt,
 # gpu_tests.txt, models.json, models.md. TORCH_MODELS narrows the models
 # ("bert gpt2 llama resnet50"; one or two fit a call), TORCH_SIZES the sizes
-# ("b1 large decode"), TORCH_ITERS the timed
-# forwards (50), TORCH_TESTS=0 skips the GPU tests, TORCH_TUNE_ARGS replaces
+# ("b1 large decode"), TORCH_ITERS the timed forwards (50), TORCH_BENCH=0
+# skips the benchmark, TORCH_TESTS=0 the GPU tests, TORCH_TUNE_ARGS replaces
 # the tune's options (--backend nvrtc), TORCH_MEMCHECK=0 skips one forward of
 # each model at TORCH_MEMCHECK_SIZE (b1) under compute-sanitizer (memcheck.txt),
 # TORCH_REGIONS=0 skips timing each region's kernel against torch.compile of
@@ -70,11 +70,13 @@ if [ "${TORCH_MEMCHECK:-1}" != 0 ]; then
   grep -E "regions replaced|ERROR SUMMARY" "$out/memcheck.txt" >>"$log"
 fi
 
-step benchmark
-# shellcheck disable=SC2086
-timeout 420 python3 bench/models.py bench --work "$work" --models $models $sizes --iters "${TORCH_ITERS:-50}" \
-  --out "$out/models.json" >"$out/bench.txt" 2>&1
-note bench $?
+if [ "${TORCH_BENCH:-1}" != 0 ]; then
+  step benchmark
+  # shellcheck disable=SC2086
+  timeout 420 python3 bench/models.py bench --work "$work" --models $models $sizes --iters "${TORCH_ITERS:-50}" \
+    --out "$out/models.json" >"$out/bench.txt" 2>&1
+  note bench $?
+fi
 [ -f "$out/models.json" ] && python3 bench/models.py table "$out/models.json" >"$out/models.md" 2>>"$log"
 [ -f "$out/models.json" ] && python3 -c "import json, sys; print('host_overhead', json.load(open(sys.argv[1])).get('host_overhead'))" \
   "$out/models.json" >>"$log" 2>&1
