@@ -33,6 +33,8 @@ import torch_models  # noqa: E402
 # Kernels fusion cannot address: GEMMs, convolutions, attention.
 ANCHOR = re.compile(r"gemm|nvjet|cutlass|xmma|cublas|sm\d+_.*(?:h|s|bf)\d*gemm|conv|implicit|winograd|fmha|flash|attention"
                     r"|cudnn|nchwToNhwc|nhwcToNchw|splitKreduce|dgrad|wgrad", re.I)
+# The bars compare large batches with torch.compile default, batch 1 and the decode step with reduce-overhead.
+METHODS = ["eager", "torchscript", "compile", "compile_ro", "fusekit", "fusekit_graph"]
 DEFAULT_DTYPE = {"bert": "float16", "gpt2": "float16", "resnet50": "float16", "llama": "bfloat16"}
 
 
@@ -188,15 +190,6 @@ def build_methods(c, size, work_dir, selected):
     return [(k, table[k]) for k in selected], state
 
 
-def methods_for(size, wanted):
-    """The bars compare large batches with torch.compile default, batch 1 and
-    the decode step with reduce-overhead: only those compiles, unless --all."""
-    if wanted:
-        return wanted
-    base = ["eager", "torchscript", "fusekit", "fusekit_graph"]
-    return base[:2] + (["compile"] if size == "large" else ["compile_ro"]) + base[2:]
-
-
 def host_overhead(gm, ref_gm, values):
     """Host time per call of one fusekit op against torch.add, on the
     kernel's own inputs (no sync inside the loop): the operator the rewritten
@@ -256,7 +249,7 @@ def bench_case(name, size, dtype, args):
     rows, info = [], {"case": lab, "model": name, "size": size, "dtype": str(dtype)}
     with torch.inference_mode():
         ref = c.module(*c.inputs)
-    selected, state = build_methods(c, size, work_dir, methods_for(size, args.methods))
+    selected, state = build_methods(c, size, work_dir, args.methods or METHODS)
     eager_profile = None
     for method, make in selected:
         row = {"case": lab, "method": method}
@@ -324,7 +317,7 @@ def cmd_bench(args):
 # ------------------------------------------------------------------- table
 
 def table(results):
-    methods = ["eager", "torchscript", "compile", "compile_ro", "fusekit", "fusekit_graph"]
+    methods = METHODS
     by = {}
     for r in results["rows"]:
         by.setdefault(r["case"], {})[r["method"]] = r
@@ -469,8 +462,7 @@ def main():
     b = sub.choices["bench"]
     b.add_argument("--out", required=True)
     b.add_argument("--iters", type=int, default=50)
-    b.add_argument("--methods", nargs="+", choices=["eager", "torchscript", "compile", "compile_ro", "fusekit",
-                                                    "fusekit_graph"])
+    b.add_argument("--methods", nargs="+", choices=METHODS, help="default: all of them")
     sub.choices["forward"].add_argument("--tolerance", type=float, default=2e-2)
     sub.choices["regions"].add_argument("--out", required=True)
     t = sub.add_parser("table")

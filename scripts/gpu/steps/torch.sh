@@ -1,20 +1,21 @@
 # shellcheck shell=bash
 # torch: fusekit's kernels inside PyTorch models (issue 25). Builds the
-# PyTorch operator library (torch.utils.cpp_extension, against this
-# machine's torch), captures the models with torch.export and plans each
-# capture (bench/models.py capture), tunes each plan on this GPU
-# (TORCH_BUDGET schedules per entry and size, 4) and builds its package, runs
-# the GPU tests (python/tests/gpu: every replaced region against eager, CUDA
-# graph replay, opcheck on CUDA; and python/tests/test_operator.py, the
-# operator's checks with CPU tensors, against this machine's torch), one
-# forward of each model under memcheck, then bench/models.py against eager,
-# TorchScript and torch.compile -> capture.txt, tune-<case>.txt,
-# gpu_tests.txt, models.json, models.md. TORCH_MODELS narrows the models
-# ("bert gpt2 llama resnet50"; one or two fit a call), TORCH_SIZES the sizes
-# ("b1 large decode"), TORCH_ITERS the timed forwards (50), TORCH_BENCH=0
-# skips the benchmark, TORCH_TESTS=0 the GPU tests, TORCH_TUNE_ARGS replaces
-# the tune's options (--backend nvrtc), TORCH_MEMCHECK=0 skips one forward of
-# each model at TORCH_MEMCHECK_SIZE (b1) under compute-sanitizer (memcheck.txt),
+# PyTorch operator library (torch.utils.cpp_extension, against this machine's
+# torch), captures the models with torch.export and plans each capture
+# (bench/models.py capture), tunes each plan on this GPU (TORCH_BUDGET
+# schedules per entry and size, 4) and builds its package, runs the GPU tests
+# (python/tests/gpu: every replaced region against eager, CUDA graph replay,
+# opcheck on CUDA; and python/tests/test_operator.py, the operator's checks
+# with CPU tensors, against this machine's torch), one forward of each model
+# under memcheck, then bench/models.py against eager, TorchScript and
+# torch.compile -> capture.txt, tune-<case>.txt, gpu_tests.txt, models.json,
+# models.md. TORCH_MODELS narrows the models ("bert gpt2 llama resnet50"; one
+# or two fit a call), TORCH_SIZES the sizes ("b1 large decode"), TORCH_ITERS
+# the timed forwards (50), TORCH_METHODS the methods (all: "eager torchscript
+# compile compile_ro fusekit fusekit_graph"), TORCH_BENCH=0 skips the
+# benchmark, TORCH_TESTS=0 the GPU tests, TORCH_TUNE_ARGS replaces the tune's
+# options (--backend nvrtc), TORCH_MEMCHECK=0 skips one forward of each model
+# at TORCH_MEMCHECK_SIZE (b1) under compute-sanitizer (memcheck.txt),
 # TORCH_REGIONS=0 skips timing each region's kernel against torch.compile of
 # its own ops (regions.json). models.json's host_overhead (also in the log) is
 # the per-call bar: the host time of the operator the rewrite emits for the
@@ -74,7 +75,7 @@ if [ "${TORCH_BENCH:-1}" != 0 ]; then
   step benchmark
   # shellcheck disable=SC2086
   timeout 420 python3 bench/models.py bench --work "$work" --models $models $sizes --iters "${TORCH_ITERS:-50}" \
-    --out "$out/models.json" >"$out/bench.txt" 2>&1
+    ${TORCH_METHODS:+--methods $TORCH_METHODS} --out "$out/models.json" >"$out/bench.txt" 2>&1
   note bench $?
 fi
 [ -f "$out/models.json" ] && python3 bench/models.py table "$out/models.json" >"$out/models.md" 2>>"$log"
