@@ -55,7 +55,7 @@ def _run_child(package, case):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     text = done.stdout + done.stderr[-4000:]
     if done.returncode < 0:
-        text += native_backtrace(cmd[:1] + cmd[3:], env)
+        text += native_backtrace(cmd[:1] + cmd[3:], env)  # without faulthandler, which would catch the signal first
     return done.returncode, done.stdout, text
 
 
