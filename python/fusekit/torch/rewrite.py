@@ -266,7 +266,7 @@ class Rewriter:
             vals[name] = v
         for name, node in zip(entry.output_names, outputs):
             _check_value(entry, name, node, entry.dtype)
-        copies = self._check_shapes(entry, vals, shape)
+        copies, views = self._check_shapes(entry, vals, shape)
         concrete = _concrete(shape)
         elements, rows = _elements(entry.layout, shape) if concrete else (None, None)
         choice = self.package.choose(entry.name, entry.dtype, self.sm, elements, rows, self.shapes, self.allow_ptx)
@@ -275,11 +275,13 @@ class Rewriter:
         sources = [("contiguous", src[1]) if name in copies else src
                    for name, src in zip(entry.input_names, map(self._source, inputs))]
         outs = [node.name for node in outputs]
-        op_id, target = self._splice(entry, region, inputs, outputs, out_val, copies)
+        op_id, target = self._splice(entry, region, inputs, outputs, out_val, (copies, views, shape))
         names = [d if isinstance(d, int) else self.symbols.get(str(d), str(d)) for d in shape]
         detail = choice.describe()
         if copies:
             detail += "; copies strided input " + ", ".join(f"'{n}'" for n in sorted(copies)) + " to contiguous first"
+        if views:
+            detail += "; views input " + ", ".join(f"'{n}'" for n in sorted(views)) + f" as {shape}"
         return detail, names, op_id, sources, outs, target
 
     def _source(self, node):
@@ -293,13 +295,18 @@ class Rewriter:
         """Checks each input against the region's shape; returns the names of
         full-shape inputs that are strided views (a head split's transpose):
         the rewrite copies them to contiguous before the kernel, one copy
-        against the several kernels the region's ops would launch."""
-        copies = set()
+        against the several kernels the region's ops would launch; and of
+        those whose shape is the region's without its leading 1s (the decode
+        step's [hidden] weight over a [1, 1, hidden] row), which it views as
+        the region's shape."""
+        copies, views = set(), set()
         for name, v in vals.items():
             mask = _axes_mask(entry, name)
             if mask == 0:
                 if list(v.shape) != shape:
-                    raise Fallback(f"input '{name}' has shape {list(v.shape)}, the region {shape}")
+                    if not (_concrete(shape) and _strip_ones(v.shape) == _strip_ones(shape)):
+                        raise Fallback(f"input '{name}' has shape {list(v.shape)}, the region {shape}")
+                    views.add(name)
                 if entry.layout != "flat" and not v.is_contiguous():
                     # Channels-last stays as it is: a copy there would also change what the next conv reads.
                     if v.dim() == 4 and v.is_contiguous(memory_format=torch.channels_last):
@@ -309,9 +316,11 @@ class Rewriter:
             elif _concrete(shape) and v.numel() != _broadcast_numel(entry.layout, shape, mask):
                 raise Fallback(f"input '{name}' has {v.numel()} elements; the kernel indexes "
                                f"{_broadcast_numel(entry.layout, shape, mask)} for axes {entry.broadcast[name]}")
-        return copies
+        return copies, views
 
-    def _splice(self, entry, region, inputs, outputs, out_val, copies):
+    def _splice(self, entry, region, inputs, outputs, out_val, adapt):
+        """Replaces the region by one operator call; `adapt` is (copies, views, shape) of _check_shapes."""
+        copies, views, shape = adapt
         from . import ops
         occ = region.occ
         op_id = -1
@@ -329,7 +338,8 @@ class Rewriter:
                 if isinstance(node, tuple):
                     args.append(_bias_free(g, node[1]))
                 else:
-                    args.append(self._copy_of(g, node) if name in copies else node)
+                    arg = self._copy_of(g, node) if name in copies else node
+                    args.append(_view(g, arg, shape) if name in views else arg)
             # The graph calls the operator itself (no Python wrapper): the fixed arity where the family has it.
             target = ops.operator(len(args), len(outputs))
             launch = g.call_function(target, ops.call_args(target, op_id, args))
@@ -358,6 +368,23 @@ class Rewriter:
         if node not in self.copied:
             self.copied[node] = _contiguous(g, node)
         return self.copied[node]
+
+
+def _strip_ones(dims):
+    """The dims without their leading 1s: [2048] and [1, 1, 2048] hold the same elements in the same order."""
+    dims = list(dims)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    return dims
+
+
+def _view(g, node, shape):
+    """`node`'s tensor viewed as `shape` (the same elements, leading 1s added), inserted at the current point."""
+    view = g.call_function(torch.ops.aten.reshape.default, (node, list(shape)))
+    v = _val(node)
+    if v is not None:
+        view.meta["val"] = v.reshape(shape)
+    return view
 
 
 def _bias_free(g, node):
