@@ -63,3 +63,7 @@ def test_zoo_model_rewrites_onto_its_package(tmp_path, fusekit_bin, oplib, name,
                 got = sub(*feeds)
             for tensor, name in zip(got, r.outputs):
                 torch.testing.assert_close(tensor, values[name], msg=r.line())
+    # The region check feeds the kernel what the graph does: the viewed inputs in the region's shape.
+    for r in viewed:
+        ins = verify._inputs(r, ref_gm, values, gm)
+        assert r.views and all(list(ins[i].shape) == r.shape for i in r.views), r.line()

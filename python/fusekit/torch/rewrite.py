@@ -36,6 +36,7 @@ class Region:
     sources: list = field(default_factory=list)   # per input: ("node"|"contiguous"|"matmul"|"attr", name)
     outputs: list = field(default_factory=list)   # the original FX nodes the kernel's outputs replace
     operator: str = ""                            # the operator the graph calls ("fusekit.launch_2_1.default")
+    views: list = field(default_factory=list)     # the inputs (by position) the graph views as `shape` first
 
     def line(self):
         what = "kernel  " if self.replaced else "fallback"
@@ -223,9 +224,9 @@ class Rewriter:
         for entry in self.plan.entries:
             for k, occ in enumerate(entry.occurrences):
                 try:
-                    detail, shape, op_id, sources, outs, target = self._replace(entry, occ)
+                    detail, shape, op_id, sources, outs, target, views = self._replace(entry, occ)
                     self.regions.append(Region(entry.name, k, occ.nodes, True, detail, shape, op_id, sources, outs,
-                                               target))
+                                               target, views))
                 except Fallback as why:
                     self.regions.append(Region(entry.name, k, occ.nodes, False, str(why), list(occ.shape)))
         # A launch sits after its region's last node, so a user of an earlier
@@ -282,7 +283,8 @@ class Rewriter:
             detail += "; copies strided input " + ", ".join(f"'{n}'" for n in sorted(copies)) + " to contiguous first"
         if views:
             detail += "; views input " + ", ".join(f"'{n}'" for n in sorted(views)) + f" as {shape}"
-        return detail, names, op_id, sources, outs, target
+        viewed = [i for i, name in enumerate(entry.input_names) if name in views]
+        return detail, names, op_id, sources, outs, target, viewed
 
     def _source(self, node):
         if isinstance(node, tuple):

@@ -34,7 +34,7 @@ def _inputs(region, gm, values, optimized):
             out.append(operator.attrgetter(name)(optimized))
         else:  # the matmul of a linear whose bias the kernel adds
             out.append(_matmul_value(next(n for n in gm.graph.nodes if n.name == name), values))
-    return out
+    return [t.reshape(region.shape) if i in region.views else t for i, t in enumerate(out)]
 
 
 def _matmul_value(node, values):
