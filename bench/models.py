@@ -144,7 +144,7 @@ def fusekit_module(module, inputs, work_dir):
 
 # --------------------------------------------------------------- methods
 
-def build_methods(c, size, work_dir, selected):
+def build_methods(c, work_dir, selected):
     """(name, setup seconds or None, callable) per method, built lazily."""
     m, inputs = c.module, c.inputs
 
@@ -249,7 +249,7 @@ def bench_case(name, size, dtype, args):
     rows, info = [], {"case": lab, "model": name, "size": size, "dtype": str(dtype)}
     with torch.inference_mode():
         ref = c.module(*c.inputs)
-    selected, state = build_methods(c, size, work_dir, args.methods or METHODS)
+    selected, state = build_methods(c, work_dir, args.methods or METHODS)
     eager_profile = None
     for method, make in selected:
         row = {"case": lab, "method": method}
@@ -317,19 +317,18 @@ def cmd_bench(args):
 # ------------------------------------------------------------------- table
 
 def table(results):
-    methods = METHODS
     by = {}
     for r in results["rows"]:
         by.setdefault(r["case"], {})[r["method"]] = r
     out = [f"Device: {results.get('device')}, torch {results.get('torch')}. Median forward ms (kernels per forward); "
            "setup s for fusekit (torch.export + package load and rewrite; the rewrite alone in models.json) and torch.compile (first call).", "",
-           "| case | " + " | ".join(methods) + " | fusable share of eager GPU time | removed by fusekit | regions "
+           "| case | " + " | ".join(METHODS) + " | fusable share of eager GPU time | removed by fusekit | regions "
            "(kernel/all) | setup fusekit / compile | bar |",
-           "|---" * (len(methods) + 6) + "|"]
+           "|---" * (len(METHODS) + 6) + "|"]
     for info in results["cases"]:
         rows = by.get(info["case"], {})
         cells = []
-        for m in methods:
+        for m in METHODS:
             r = rows.get(m)
             cells.append("" if r is None else ("error" if "error" in r else f"{r['ms']:.3f} ({r['kernels']})"))
         comp = rows.get("compile") or rows.get("compile_ro") or {}

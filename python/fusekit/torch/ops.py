@@ -19,6 +19,8 @@ import threading
 
 import torch
 
+# -g: a crash's frames resolve to source lines (python/tests/gpu/segv_backtrace.c, addr2line).
+_OPT_FLAGS = ["-O2", "-g"]
 _lock = threading.Lock()
 _module = None
 _packages = {}
@@ -94,7 +96,7 @@ def _build(src, cflags, includes, ldflags):
     from torch.utils.cpp_extension import is_ninja_available, load
     if os.environ.get("FUSEKIT_NO_NINJA") or not is_ninja_available():
         return _compile_direct(src, cflags, includes, ldflags)
-    return load(name="fusekit_torch_ops", sources=[src], extra_cflags=["-O2", "-g", *cflags],
+    return load(name="fusekit_torch_ops", sources=[src], extra_cflags=[*_OPT_FLAGS, *cflags],
                 extra_include_paths=includes, extra_ldflags=ldflags, is_python_module=False,
                 build_directory=_build_dir(), verbose=bool(os.environ.get("FUSEKIT_VERBOSE_BUILD")))
 
@@ -105,7 +107,7 @@ def _stamp(src, cflags, includes, ldflags):
     with open(src, "rb") as f:
         h.update(f.read())
     extra = [torch.__version__, sys.version, os.environ.get("CXX", ""), str(bool(os.environ.get("FUSEKIT_NO_NINJA")))]
-    for part in [*cflags, *includes, *ldflags, *extra]:
+    for part in [*_OPT_FLAGS, *cflags, *includes, *ldflags, *extra]:
         h.update(b"\0" + part.encode())
     return h.hexdigest()
 
@@ -140,7 +142,7 @@ def _compile_direct(src, cflags, includes, ldflags):
     so = os.path.join(d, f"lib{name}_direct.so")
     if not os.path.isfile(so) or os.path.getmtime(so) < os.path.getmtime(src):
         abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-        cmd = [os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O2", "-g", "-std=c++20", src, "-o", so + ".tmp",
+        cmd = [os.environ.get("CXX", "c++"), "-shared", "-fPIC", *_OPT_FLAGS, "-std=c++20", src, "-o", so + ".tmp",
                f"-DTORCH_EXTENSION_NAME={name}", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
                *cflags, *[f"-I{p}" for p in [*ce.include_paths(), *includes]],
                *[f"-L{p}" for p in ce.library_paths()], "-lc10", "-ltorch", "-ltorch_cpu", *ldflags]
