@@ -4,8 +4,12 @@
 # fusekit's tail) -> race.jsonl, records.jsonl; a package of the winners
 # verified through its C API -> verify_package.txt; and PyTorch eager and
 # torch.compile on the same cases -> peers.json, peers.md. COMPILE_BUDGET
-# caps torch.compile's max-autotune per case (180 s); PEERS=0 skips them.
+# caps torch.compile's max-autotune over all cases (180 s); PEERS=0 skips
+# them; GEMM_TESTS=0 skips the tests, memcheck and package (a call for the
+# race and its peers alone); CASES="bert_down gpt2_up" narrows the race and
+# so its peers.
 need_bins gemm_gpu_test gemm_race
+if [ "${GEMM_TESTS:-1}" != 0 ]; then
 step gemm gpu tests
 timeout 240 "$bin/gemm_gpu_test" --gtest_output=json:"$out/gemm_gpu_test.json" >>"$log" 2>&1
 note gemm_gpu_test $?
@@ -14,10 +18,12 @@ timeout 240 "${memcheck[@]}" "$bin/gemm_gpu_test" \
   --gtest_filter='GemmGpu.StoredPlanDirectAndInGraph:GemmGpu.TwoProductsSiluMultiply' >"$out/memcheck.txt" 2>&1
 note memcheck $?
 tail -3 "$out/memcheck.txt" >>"$log"
+fi
 step race
-timeout 300 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" >"$out/race.txt" 2>&1
+timeout 300 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" ${CASES:+--cases "${CASES// /,}"} >"$out/race.txt" 2>&1
 note race $?
 tail -20 "$out/race.txt" >>"$log"
+if [ "${GEMM_TESTS:-1}" != 0 ]; then
 step package of the raced GEMMs, verified through its C API
 db=/tmp/gemm-records.db gemm_pkg=/tmp/gemm-pkg
 rm -rf "$db" "$gemm_pkg"
@@ -31,9 +37,10 @@ note "build --gemm" $?
 package_verify "$gemm_pkg" "verify --package" 240 $((1 << 33)) >"$out/verify_package.txt" 2>&1
 note "verify --package" $?
 tail -2 "$out/verify_package.txt" >>"$log"
+fi
 if [ "${PEERS:-1}" != 0 ]; then
   step peers
-  timeout 420 python3 bench/gemm_peers.py --race "$out/race.jsonl" --out "$out/peers.json" --md "$out/peers.md" \
+  timeout $((${COMPILE_BUDGET:-180} + 240)) python3 bench/gemm_peers.py --race "$out/race.jsonl" --out "$out/peers.json" --md "$out/peers.md" \
     --compile-budget-s "${COMPILE_BUDGET:-180}" >"$out/peers.txt" 2>&1
   note peers $?
   cat "$out/peers.md" >>"$log" 2>/dev/null
