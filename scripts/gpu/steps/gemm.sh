@@ -10,33 +10,33 @@
 # so its peers.
 need_bins gemm_gpu_test gemm_race
 if [ "${GEMM_TESTS:-1}" != 0 ]; then
-step gemm gpu tests
-timeout 240 "$bin/gemm_gpu_test" --gtest_output=json:"$out/gemm_gpu_test.json" >>"$log" 2>&1
-note gemm_gpu_test $?
-step gemm gpu tests under memcheck
-timeout 240 "${memcheck[@]}" "$bin/gemm_gpu_test" \
-  --gtest_filter='GemmGpu.StoredPlanDirectAndInGraph:GemmGpu.TwoProductsSiluMultiply' >"$out/memcheck.txt" 2>&1
-note memcheck $?
-tail -3 "$out/memcheck.txt" >>"$log"
+  step gemm gpu tests
+  timeout 240 "$bin/gemm_gpu_test" --gtest_output=json:"$out/gemm_gpu_test.json" >>"$log" 2>&1
+  note gemm_gpu_test $?
+  step gemm gpu tests under memcheck
+  timeout 240 "${memcheck[@]}" "$bin/gemm_gpu_test" \
+    --gtest_filter='GemmGpu.StoredPlanDirectAndInGraph:GemmGpu.TwoProductsSiluMultiply' >"$out/memcheck.txt" 2>&1
+  note memcheck $?
+  tail -3 "$out/memcheck.txt" >>"$log"
 fi
 step race
 timeout 300 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" ${CASES:+--cases "${CASES// /,}"} >"$out/race.txt" 2>&1
 note race $?
 tail -20 "$out/race.txt" >>"$log"
 if [ "${GEMM_TESTS:-1}" != 0 ]; then
-step package of the raced GEMMs, verified through its C API
-db=/tmp/gemm-records.db gemm_pkg=/tmp/gemm-pkg
-rm -rf "$db" "$gemm_pkg"
-"$bin/fusekit" db import --db "$db" "$out/records.jsonl" >>"$log" 2>&1
-"$bin/fusekit" build --arch sm_90 --db "$db" --out "$gemm_pkg" --gemm "bert_up:out = gelu(acc + b[col])" \
-  --gemm "bert_down:out = acc + b[col] + r" --gemm "gpt2_up:out = gelu_tanh(acc + b[col])" \
-  --gemm "llama_gate_up:out = silu(acc) * acc2" --runtime-lib .device/lib/libfusekit_runtime.a \
-  --runtime-include runtime/include --cuda-include /usr/local/cuda/include >>"$log" 2>&1
-note "build --gemm" $?
-# M*N*K up to 2^33: the CPU reference GEMM of the 8192-token buckets would take minutes.
-package_verify "$gemm_pkg" "verify --package" 240 $((1 << 33)) >"$out/verify_package.txt" 2>&1
-note "verify --package" $?
-tail -2 "$out/verify_package.txt" >>"$log"
+  step package of the raced GEMMs, verified through its C API
+  db=/tmp/gemm-records.db gemm_pkg=/tmp/gemm-pkg
+  rm -rf "$db" "$gemm_pkg"
+  "$bin/fusekit" db import --db "$db" "$out/records.jsonl" >>"$log" 2>&1
+  "$bin/fusekit" build --arch sm_90 --db "$db" --out "$gemm_pkg" --gemm "bert_up:out = gelu(acc + b[col])" \
+    --gemm "bert_down:out = acc + b[col] + r" --gemm "gpt2_up:out = gelu_tanh(acc + b[col])" \
+    --gemm "llama_gate_up:out = silu(acc) * acc2" --runtime-lib .device/lib/libfusekit_runtime.a \
+    --runtime-include runtime/include --cuda-include /usr/local/cuda/include >>"$log" 2>&1
+  note "build --gemm" $?
+  # M*N*K up to 2^33: the CPU reference GEMM of the 8192-token buckets would take minutes.
+  package_verify "$gemm_pkg" "verify --package" 240 $((1 << 33)) >"$out/verify_package.txt" 2>&1
+  note "verify --package" $?
+  tail -2 "$out/verify_package.txt" >>"$log"
 fi
 if [ "${PEERS:-1}" != 0 ]; then
   step peers
