@@ -1,9 +1,12 @@
 // Races each model FFN GEMM's points (cuBLASLt fused epilogues, plain GEMM
-// plus a fusekit tail, top-k algorithms) on device 0 and writes, per case,
-// cuBLASLt's first heuristic answer beside fusekit's winner as one JSON line;
+// plus a fusekit tail, the heuristic's top-k algorithms and the algorithm
+// space beyond them) on device 0 and writes, per case, cuBLASLt's first
+// heuristic answer and the fastest heuristic answer beside fusekit's
+// winner as one JSON line;
 // bench/gemm_peers.py times PyTorch on the same cases and joins them.
 //
 //   gemm_race --out race.jsonl [--records records.jsonl] [--dtypes f16,bf16] [--cases bert_up,...]
+//             [--space N]   (algorithm-space configurations timed per plan; 0: the heuristic's only)
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -53,15 +56,36 @@ nlohmann::json point_json(const GemmRace& race, int i) {
           {"rank", race.points[i].rank}, {"median_us", r.median_us}, {"p20_us", r.p20_us}, {"p80_us", r.p80_us}};
 }
 
+int parse_count(const std::string& option, const std::string& text) {
+  if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UserError(option + " '" + text + "' is not a count from 0 to 9999");
+  return std::stoi(text);
+}
+
+// What the algorithm-space walk of each plan found and timed.
+nlohmann::json space_json(const GemmRace& race) {
+  nlohmann::json out;
+  const char* names[] = {"fused", "tail"};
+  for (int t = 0; t < 2; ++t)
+    out[names[t]] = {{"ids", race.space[t].ids},
+                     {"built", race.space[t].built},
+                     {"accepted", race.space[t].accepted},
+                     {"timed", race.space_timed[t]},
+                     {"notes", race.space[t].notes}};
+  return out;
+}
+
 int run(int argc, char** argv) {
   std::string out_path, records_path, dtypes = "f16,bf16", cases;
+  GemmRaceOptions options;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--out") out_path = argv[i + 1];
     else if (a == "--records") records_path = argv[i + 1];
     else if (a == "--dtypes") dtypes = argv[i + 1];
     else if (a == "--cases") cases = argv[i + 1];
-    else throw UserError("unknown option '" + a + "'; known: --out --records --dtypes --cases");
+    else if (a == "--space") options.space_points = parse_count(a, argv[i + 1]);
+    else throw UserError("unknown option '" + a + "'; known: --out --records --dtypes --cases --space");
   }
   if (out_path.empty()) throw UserError("--out FILE is required");
   std::ofstream out(out_path), records;
@@ -78,7 +102,7 @@ int run(int argc, char** argv) {
       auto dt = parse_dtype(dt_text);
       if (!dt) throw UserError("unknown dtype '" + dt_text + "'; known: f32 f16 bf16");
       const GemmCandidate cand = make_gemm_candidate(c.epilogue, /*b_transposed=*/true, c.name);
-      auto racer = make_gemm_racer(cand, *dt, GemmRaceOptions());
+      auto racer = make_gemm_racer(cand, *dt, options);
       for (int64_t m : kTokens) {
         const GemmDims dims{m, c.n, c.k};
         GemmRace race = racer->race(dims);
@@ -92,13 +116,21 @@ int run(int argc, char** argv) {
                                {"mapping_reason", racer->mapping().reason},
                                {"points", race.points.size()}, {"verified", ok},
                                {"heuristic_first", point_json(race, race.heuristic_first)},
+                               {"best_heuristic", point_json(race, race.best_heuristic)},
+                               {"space", space_json(race)},
                                {"winner", point_json(race, race.winner)}};
         out << line.dump() << "\n" << std::flush;
         std::cout << c.name << " " << dt_text << " M=" << m << ": " << ok << "/" << race.points.size()
                   << " verified; heuristic first "
                   << (race.heuristic_first >= 0 ? race.results[race.heuristic_first].median_us : -1)
+                  << " us, best heuristic "
+                  << (race.best_heuristic >= 0 ? race.results[race.best_heuristic].median_us : -1)
                   << " us, winner " << (race.winner >= 0 ? race.results[race.winner].median_us : -1) << " us ("
-                  << (race.winner >= 0 ? gemm_point_backend(race.points[race.winner]) : "none") << ")" << std::endl;
+                  << (race.winner >= 0 ? gemm_point_backend(race.points[race.winner]) : "none") << " rank "
+                  << (race.winner >= 0 ? race.points[race.winner].rank : -1) << "); space: fused "
+                  << race.space[0].accepted << "/" << race.space[0].built << " accepted, " << race.space_timed[0]
+                  << " timed; tail " << race.space[1].accepted << "/" << race.space[1].built << ", "
+                  << race.space_timed[1] << std::endl;
         for (size_t i = 0; i < race.results.size(); ++i)
           if (race.results[i].status != RecordStatus::kOk)
             std::cout << "  " << gemm_point_params(race.points[i]).substr(0, 60) << ": "

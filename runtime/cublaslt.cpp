@@ -57,6 +57,12 @@ Loaded load() {
   bind(lib, "cublasLtMatmulPreferenceDestroy", &l.cublasLtMatmulPreferenceDestroy, &missing);
   bind(lib, "cublasLtMatmulPreferenceSetAttribute", &l.cublasLtMatmulPreferenceSetAttribute, &missing);
   bind(lib, "cublasLtMatmulAlgoGetHeuristic", &l.cublasLtMatmulAlgoGetHeuristic, &missing);
+  bind(lib, "cublasLtMatmulAlgoGetIds", &l.cublasLtMatmulAlgoGetIds, &missing);
+  bind(lib, "cublasLtMatmulAlgoInit", &l.cublasLtMatmulAlgoInit, &missing);
+  bind(lib, "cublasLtMatmulAlgoCapGetAttribute", &l.cublasLtMatmulAlgoCapGetAttribute, &missing);
+  bind(lib, "cublasLtMatmulAlgoConfigSetAttribute", &l.cublasLtMatmulAlgoConfigSetAttribute, &missing);
+  bind(lib, "cublasLtMatmulAlgoConfigGetAttribute", &l.cublasLtMatmulAlgoConfigGetAttribute, &missing);
+  bind(lib, "cublasLtMatmulAlgoCheck", &l.cublasLtMatmulAlgoCheck, &missing);
   bind(lib, "cublasLtMatmul", &l.cublasLtMatmul, &missing);
   if (!missing.empty()) out.status = Status(StatusCode::kNotFound, "libcublasLt lacks symbols: " + missing);
   return out;

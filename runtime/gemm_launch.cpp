@@ -1,9 +1,8 @@
 #include "fusekit/gemm_launch.h"
 
 namespace fusekit {
-namespace {
 
-cudaDataType_t lt_type(DType dtype) {
+cudaDataType_t gemm_data_type(DType dtype) {
   switch (dtype) {
     case DType::kF32: return CUDA_R_32F;
     case DType::kF16: return CUDA_R_16F;
@@ -11,6 +10,8 @@ cudaDataType_t lt_type(DType dtype) {
   }
   return CUDA_R_32F;
 }
+
+namespace {
 
 // The row-major product as cuBLASLt's column-major one: D^T [N, M] =
 // op(B^T) [N, K] x A^T [K, M], so cuBLASLt's "A" is our B and its "B" our A,
@@ -29,7 +30,7 @@ struct Descriptors {
 
   Status make(const CublasLt& l, const GemmShape& s, const GemmPlan& plan, uint64_t bias) {
     lt = &l;
-    const cudaDataType_t t = lt_type(s.dtype);
+    const cudaDataType_t t = gemm_data_type(s.dtype);
     FUSEKIT_LT_RETURN(l, cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "");
     const cublasOperation_t trans_a = s.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
     FUSEKIT_LT_RETURN(l, cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a),
@@ -178,6 +179,19 @@ Status GemmSessions::launch(const GemmShape& shape, const GemmPlan& plan, const 
   return Status();
 }
 
+// The call under the lock, in `stream`'s session, as fn(handle, descriptors).
+template <typename Fn>
+Status GemmSessions::with_descriptors(CUstream stream, const GemmShape& shape, const GemmPlan& plan, uint64_t bias,
+                                      Fn&& fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Session* s = nullptr;
+  Status st = session(stream, &s);
+  if (!st.ok()) return st;
+  Descriptors d;
+  if (!(st = d.make(lt_, shape, plan, bias)).ok()) return st;
+  return fn(s->handle, d);
+}
+
 Status GemmSessions::heuristic(const GemmShape& shape, const GemmPlan& plan, uint64_t bias, size_t workspace_bytes,
                                int count, CUstream stream, std::vector<GemmHeuristic>* out) {
   if (count < 1 || count > 64)
@@ -186,13 +200,34 @@ Status GemmSessions::heuristic(const GemmShape& shape, const GemmPlan& plan, uin
   if (workspace_bytes > workspace_bytes_)
     return Status(StatusCode::kInvalidArgument, "workspace of " + std::to_string(workspace_bytes) +
                                                     " bytes exceeds the session's " + std::to_string(workspace_bytes_));
+  return with_descriptors(stream, shape, plan, bias, [&](cublasLtHandle_t handle, const Descriptors& d) {
+    return query(lt_, handle, d, workspace_bytes, count, shape, plan.epilogue, out);
+  });
+}
+
+Status GemmSessions::handle(CUstream stream, cublasLtHandle_t* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   Session* s = nullptr;
   Status st = session(stream, &s);
-  if (!st.ok()) return st;
-  Descriptors d;
-  if (!(st = d.make(lt_, shape, plan, bias)).ok()) return st;
-  return query(lt_, s->handle, d, workspace_bytes, count, shape, plan.epilogue, out);
+  if (st.ok()) *out = s->handle;
+  return st;
+}
+
+Status GemmSessions::check(const GemmShape& shape, const GemmPlan& plan, uint64_t bias, const GemmAlgo& algo,
+                           CUstream stream, GemmHeuristic* out) {
+  if (!lt_.cublasLtMatmulAlgoCheck)
+    return Status(StatusCode::kNotSupported, "this cuBLASLt table has no cublasLtMatmulAlgoCheck");
+  return with_descriptors(stream, shape, plan, bias, [&](cublasLtHandle_t handle, const Descriptors& d) {
+    cublasLtMatmulAlgo_t lt_algo;
+    for (int w = 0; w < 8; ++w) lt_algo.data[w] = algo.data[w];
+    cublasLtMatmulHeuristicResult_t result{};
+    const cublasStatus_t cs = lt_.cublasLtMatmulAlgoCheck(handle, d.op, d.a, d.b, d.c, d.d, &lt_algo, &result);
+    if (cs != CUBLAS_STATUS_SUCCESS) return Status(StatusCode::kNotSupported, cublas_status_name(cs));
+    out->algo = algo;
+    out->workspace_bytes = result.workspaceSize;
+    out->waves = result.wavesCount;
+    return Status();
+  });
 }
 
 }  // namespace fusekit

@@ -25,7 +25,7 @@ GemmPoint parse_gemm_point(const std::string& backend, const std::string& params
   if (params.rfind("rank=", 0) != 0) throw UserError("GEMM record params '" + params + "' do not start with rank=");
   const size_t space = params.find(' ');
   const std::string rank = params.substr(5, space == std::string::npos ? std::string::npos : space - 5);
-  if (rank.empty() || rank.size() > 3 || rank.find_first_not_of("0123456789") != std::string::npos)
+  if (rank.empty() || rank.size() > 4 || rank.find_first_not_of("0123456789") != std::string::npos)
     throw UserError("GEMM record rank '" + rank + "' is not a small number");
   p.rank = std::stoi(rank);
   const size_t tail = params.find(" tail: ");

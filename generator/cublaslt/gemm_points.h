@@ -17,9 +17,14 @@
 
 namespace fusekit {
 
+constexpr int kGemmSpaceRank = 1000;
+
 struct GemmPoint {
   bool tail = false;      // plain GEMM(s) then the tail kernel; false: cuBLASLt's fused epilogue
-  int rank = 0;           // position in cuBLASLt's heuristic answer (0: the answer PyTorch takes)
+  // Where the algorithm came from: w * 100 + i for the i-th heuristic answer
+  // under the w-th workspace limit (0: the answer PyTorch takes), 1000 + j
+  // for the j-th configuration of the algorithm-space walk.
+  int rank = 0;
   GemmPlan plan;          // epilogue (kDefault for a tail), algorithm, workspace
   Config tail_config;     // the tail kernel's pointwise schedule (tail only)
 };

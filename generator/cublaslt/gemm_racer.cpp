@@ -67,16 +67,11 @@ class Racer final : public GemmRacer {
     prepare_inputs();
     GemmRace race;
     race.points = space();
-    race.results.resize(race.points.size());
-    std::vector<size_t> timed;
-    for (size_t i = 0; i < race.points.size(); ++i) {
-      race.results[i] = verify(race.points[i]);
-      if (race.results[i].status == RecordStatus::kOk) timed.push_back(i);
-    }
-    time_points(race.points, timed, &race.results);
-    for (auto& r : race.results) r.summarize();
+    measure(&race, 0, {});
+    if (opt_.space_points > 0) widen(&race);
     race.winner = choose_gemm_winner(race.points, race.results);
     race.heuristic_first = heuristic_first(race);
+    race.best_heuristic = fastest(race, [](const GemmPoint& p) { return p.rank < kGemmSpaceRank; });
     drv_->cuMemFree(base_);
     base_ = 0;
     return race;
@@ -227,12 +222,78 @@ class Racer final : public GemmRacer {
     check(drv_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
+  // Verifies points [first, end) and times those that pass together with
+  // `rerun` (earlier points, their samples taken again in the same rounds).
+  void measure(GemmRace* race, size_t first, const std::vector<size_t>& rerun) {
+    race->results.resize(race->points.size());
+    std::vector<size_t> timed = rerun;
+    for (size_t i : rerun) race->results[i].samples_us.clear();
+    for (size_t i = first; i < race->points.size(); ++i) {
+      race->results[i] = verify(race->points[i]);
+      if (race->results[i].status == RecordStatus::kOk) timed.push_back(i);
+    }
+    time_points(race->points, timed, &race->results);
+    for (size_t i : timed) race->results[i].summarize();
+  }
+
+  template <typename Pred>
+  static int fastest(const GemmRace& race, Pred keep) {
+    int best = -1;
+    for (size_t i = 0; i < race.points.size(); ++i)
+      if (race.results[i].status == RecordStatus::kOk && keep(race.points[i]) &&
+          (best < 0 || race.results[i].median_us < race.results[best].median_us))
+        best = static_cast<int>(i);
+    return best;
+  }
+
+  // The second pass: the algorithm space of each plan beyond the
+  // heuristic's answers, timed with the first pass's contenders (cuBLASLt's
+  // first answer and the fastest point of each backend).
+  void widen(GemmRace* race) {
+    const int best_tail = fastest(*race, [](const GemmPoint& p) { return p.tail; });
+    std::set<size_t> rerun;
+    for (int i : {heuristic_first(*race), fastest(*race, [](const GemmPoint& p) { return !p.tail; }), best_tail})
+      if (i >= 0) rerun.insert(static_cast<size_t>(i));
+    const size_t first = race->points.size();
+    for (int tail = 0; tail < 2; ++tail) {
+      if (seeds_[tail].empty() || (tail && best_tail < 0)) continue;
+      const GemmPlan base = plan_bases_[tail];
+      size_t workspace = 0;
+      for (size_t w : opt_.workspaces) workspace = std::max(workspace, w);
+      const std::vector<GemmHeuristic> found =
+          search_algo_space(*lt_, *sessions_, shape_, base, bias_ptr(0), workspace, stream_, seeds_[tail], opt_.space,
+                            static_cast<size_t>(opt_.space_points), &race->space[tail]);
+      for (size_t j = 0; j < found.size(); ++j) {
+        GemmPoint p = point_of(tail != 0, kGemmSpaceRank + static_cast<int>(j), base, found[j]);
+        if (tail) p.tail_config = race->points[best_tail].tail_config;
+        race->points.push_back(p);
+      }
+      race->space_timed[tail] = static_cast<int>(found.size());
+    }
+    if (race->points.size() > first) measure(race, first, {rerun.begin(), rerun.end()});
+  }
+
+  GemmPoint point_of(bool tail, int rank, const GemmPlan& base, const GemmHeuristic& h) const {
+    GemmPoint p;
+    p.tail = tail;
+    p.rank = rank;
+    p.plan = base;
+    p.plan.has_algo = true;
+    p.plan.algo = h.algo;
+    p.plan.workspace_bytes = h.workspace_bytes;
+    p.plan.cublaslt_version = lt_->cublasLtGetVersion();
+    p.plan.tuned = shape_;
+    return p;
+  }
+
   uint64_t bias_ptr(int set) const {
     return mapping_.bias_input >= 0 ? input_ptr(set, workload_input(mapping_.bias_input)) : 0;
   }
 
   void add_points(bool tail, const GemmPlan& base, std::vector<GemmPoint>* out) {
     std::set<std::string> seen;
+    plan_bases_[tail] = base;
+    seeds_[tail].clear();
     for (size_t wi = 0; wi < opt_.workspaces.size(); ++wi) {
       std::vector<GemmHeuristic> found;
       Status st = sessions_->heuristic(shape_, base, bias_ptr(0), opt_.workspaces[wi], std::min(8, opt_.top_k), stream_,
@@ -243,15 +304,8 @@ class Racer final : public GemmRacer {
       }
       for (size_t i = 0; i < found.size(); ++i) {
         if (!seen.insert(gemm_algo_hex(found[i].algo)).second) continue;
-        GemmPoint p;
-        p.tail = tail;
-        p.rank = static_cast<int>(wi * 100 + i);
-        p.plan = base;
-        p.plan.has_algo = true;
-        p.plan.algo = found[i].algo;
-        p.plan.workspace_bytes = found[i].workspace_bytes;
-        p.plan.cublaslt_version = lt_->cublasLtGetVersion();
-        p.plan.tuned = shape_;
+        seeds_[tail].push_back(found[i]);
+        GemmPoint p = point_of(tail, static_cast<int>(wi * 100 + i), base, found[i]);
         if (!tail) {
           out->push_back(p);
           continue;
@@ -266,6 +320,7 @@ class Racer final : public GemmRacer {
 
   std::vector<GemmPoint> space() {
     std::vector<GemmPoint> points;
+    for (auto& s : seeds_) s.clear();
     if (mapping_.fused) {
       GemmPlan fused;
       fused.epilogue = mapping_.epilogue;
@@ -408,6 +463,9 @@ class Racer final : public GemmRacer {
   std::unique_ptr<GemmSessions> sessions_;
   std::unique_ptr<Workload> workload_;
   std::vector<TailKernel> tails_;
+  // Per plan (fused [0], tail [1]) of the shape being raced: its base and the heuristic's answers.
+  GemmPlan plan_bases_[2];
+  std::vector<GemmHeuristic> seeds_[2];
   std::string tail_errors_, space_notes_;
   // The shape being raced.
   GemmDims dims_;

@@ -40,9 +40,11 @@ TEST(GemmPoints, RecordRoundTripKeepsAlgorithm) {
   dev.sm_count = 132;
   Provenance prov;
   prov.cuda_version = "13.0";
-  const std::vector<GemmPoint> points = {point(false, 0), point(true, 3)};
-  auto records = gemm_records(c, DType::kF16, {128, 3072, 768}, points, {timed(10, 9, 11), timed(12, 11, 13)}, dev, prov);
-  ASSERT_EQ(records.size(), 2u);
+  // A heuristic answer, a tail point and a configuration of the algorithm-space walk.
+  const std::vector<GemmPoint> points = {point(false, 0), point(true, 3), point(false, kGemmSpaceRank + 47)};
+  auto records = gemm_records(c, DType::kF16, {128, 3072, 768}, points,
+                              {timed(10, 9, 11), timed(12, 11, 13), timed(9, 8, 10)}, dev, prov);
+  ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].backend, "cublaslt");
   EXPECT_EQ(records[1].backend, "cublaslt+nvrtc");
   EXPECT_EQ(records[0].shape, "128x3072x768");
@@ -66,6 +68,7 @@ TEST(GemmPoints, RecordRoundTripKeepsAlgorithm) {
 TEST(GemmPoints, MalformedParamsRefused) {
   EXPECT_THROW(parse_gemm_point("nvrtc", "rank=0"), UserError);
   EXPECT_THROW(parse_gemm_point("cublaslt", "algo=0"), UserError);
+  EXPECT_THROW(parse_gemm_point("cublaslt", "rank=10000 ep=default"), UserError);
   const std::string fused = gemm_point_params(point(false, 0));
   EXPECT_THROW(parse_gemm_point("cublaslt+nvrtc", fused), UserError);  // a tail record without its schedule
   std::string bad = fused;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 
 #include "common/errors.h"
 #include "fusekit/cuda_driver.h"
@@ -34,21 +35,27 @@ class GemmGpu : public ::testing::Test {
     if (!reason.empty()) GTEST_SKIP() << reason;
   }
 
-  GemmRace race(const std::string& src, bool bt, DType dt, GemmDims dims, bool* fused = nullptr) {
+  GemmRace race(const std::string& src, bool bt, DType dt, GemmDims dims, bool* fused = nullptr, int space_points = 6) {
     GemmRaceOptions o;
     o.rounds = 2;
     o.tail_schedules = 2;
+    o.space_points = space_points;
     auto racer = make_gemm_racer(make_gemm_candidate(src, bt), dt, o);
     if (fused) *fused = racer->mapping().fused;
     return racer->race(dims);
   }
 };
 
+// Every heuristic answer verifies; a configuration of the algorithm-space
+// walk may fail (cuBLASLt's check does not promise it runs, and a split-K
+// reduced in f16 may miss the tolerance) but is recorded either way.
 void expect_all_verified(const GemmRace& r, const std::string& what) {
   ASSERT_FALSE(r.points.empty()) << what;
   for (size_t i = 0; i < r.points.size(); ++i)
-    EXPECT_EQ(r.results[i].status, RecordStatus::kOk)
-        << what << " " << gemm_point_params(r.points[i]) << ": " << r.results[i].error;
+    if (r.points[i].rank < kGemmSpaceRank) {
+      EXPECT_EQ(r.results[i].status, RecordStatus::kOk)
+          << what << " " << gemm_point_params(r.points[i]) << ": " << r.results[i].error;
+    }
   EXPECT_GE(r.winner, 0) << what;
   EXPECT_GE(r.heuristic_first, 0) << what;
 }
@@ -62,6 +69,34 @@ TEST_F(GemmGpu, FusedGeluTanhBiasAndTail) {
   for (const auto& p : r.points) (p.tail ? any_tail : any_fused) = true;
   EXPECT_TRUE(any_fused && any_tail);
   EXPECT_FALSE(r.points[r.heuristic_first].tail) << "the fused epilogue's first answer is the baseline";
+}
+
+// The walk beyond the heuristic: ids and configurations found, some
+// timed and verified, every space point carrying a measurement or a reason.
+TEST_F(GemmGpu, AlgorithmSpaceBeyondTheHeuristic) {
+  GemmRace r = race("out = relu(acc + b[col])", true, DType::kF16, {1000, 1024, 1536}, nullptr, 16);
+  expect_all_verified(r, "relu bias f16");
+  std::cout << "fused walk: " << r.space[0].ids << " ids, " << r.space[0].accepted << "/" << r.space[0].built
+            << " accepted, " << r.space_timed[0] << " timed\n"
+            << r.space[0].notes << "tail walk: " << r.space[1].ids << " ids, " << r.space[1].accepted << "/"
+            << r.space[1].built << " accepted, " << r.space_timed[1] << " timed\n"
+            << r.space[1].notes;
+  EXPECT_GT(r.space[0].ids, 0);
+  EXPECT_GT(r.space[0].accepted, 0u);
+  EXPECT_EQ(r.space_timed[0], 16);
+  int verified = 0;
+  for (size_t i = 0; i < r.points.size(); ++i) {
+    if (r.points[i].rank < kGemmSpaceRank) continue;
+    if (r.results[i].status == RecordStatus::kOk) {
+      ++verified;
+      EXPECT_GT(r.results[i].median_us, 0);
+    } else {
+      EXPECT_FALSE(r.results[i].error.empty()) << gemm_point_params(r.points[i]);
+    }
+  }
+  EXPECT_GT(verified, 0) << "no configuration beyond the heuristic verified";
+  ASSERT_GE(r.best_heuristic, 0);
+  EXPECT_LT(r.points[r.best_heuristic].rank, kGemmSpaceRank);
 }
 
 TEST_F(GemmGpu, BiasResidualAsC) {

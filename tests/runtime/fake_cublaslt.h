@@ -1,14 +1,20 @@
 // A fake cuBLASLt table for CPU tests of the GEMM launch path: handles and
 // descriptors are counters, attributes set on operation descriptors are
 // kept, the heuristic answers a chosen list, and cublasLtMatmul calls are
-// recorded with their pointers, beta and algorithm.
+// recorded with their pointers, beta and algorithm. The algorithm space is
+// a blob whose words are its configuration (id, tile, split-K, reduction,
+// swizzle, custom option, stages, cluster), ids with chosen
+// capabilities, and a check that refuses what `refuse` says.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <vector>
 
 #include "fusekit/cublaslt.h"
+#include "testing/fake_driver.h"
 
 namespace fusekit {
 namespace fake_lt {
@@ -35,6 +41,17 @@ struct State {
   std::map<uintptr_t, std::vector<uint64_t>> layouts;
   std::vector<Matmul> matmuls;
   uintptr_t next = 0x1000;
+  // The algorithm space: capabilities per id, and which configurations
+  // (blob words) the check refuses; split-K needs 1 MiB of workspace.
+  struct Caps {
+    std::vector<uint32_t> tiles, stages;
+    int32_t split_k = 0;
+    uint32_t reduction_mask = 0, swizzle = 0, epilogue_mask = 0xffffffff;
+    int32_t custom_max = 0;
+  };
+  std::map<int, Caps> caps;
+  std::function<bool(const cublasLtMatmulAlgo_t&)> refuse = [](const cublasLtMatmulAlgo_t&) { return false; };
+  int checks = 0;
 };
 
 inline State& state() {
@@ -121,6 +138,94 @@ inline cublasStatus_t matmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, const vo
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// The blob word of a configuration attribute: its enum value (0..6), and
+// word 7 for the cluster shape (the inner shape, 7, is never set).
+inline int config_word(cublasLtMatmulAlgoConfigAttributes_t a) {
+  return a == CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID ? 7 : static_cast<int>(a);
+}
+
+inline cublasStatus_t get_ids(cublasLtHandle_t, cublasComputeType_t, cudaDataType_t, cudaDataType_t, cudaDataType_t,
+                              cudaDataType_t, cudaDataType_t, int count, int ids[], int* returned) {
+  *returned = 0;
+  for (const auto& [id, c] : state().caps)
+    if (*returned < count) ids[(*returned)++] = id;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t algo_init(cublasLtHandle_t, cublasComputeType_t, cudaDataType_t, cudaDataType_t, cudaDataType_t,
+                                cudaDataType_t, cudaDataType_t, int id, cublasLtMatmulAlgo_t* algo) {
+  if (!state().caps.count(id)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  *algo = cublasLtMatmulAlgo_t{};
+  algo->data[0] = static_cast<uint64_t>(id);
+  algo->data[CUBLASLT_ALGO_CONFIG_SPLITK_NUM] = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+template <typename T>
+cublasStatus_t put(const T& v, void* buf, size_t n, size_t* written) {
+  *written = sizeof v;
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (n < sizeof v) return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(buf, &v, sizeof v);
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t put_list(const std::vector<uint32_t>& v, void* buf, size_t n, size_t* written) {
+  *written = v.size() * sizeof(uint32_t);
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  std::memcpy(buf, v.data(), std::min(n, *written));
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cap_get(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoCapAttributes_t a, void* buf, size_t n,
+                              size_t* written) {
+  const State::Caps& c = state().caps[static_cast<int>(algo->data[0])];
+  switch (a) {
+    case CUBLASLT_ALGO_CAP_TILE_IDS: return put_list(c.tiles, buf, n, written);
+    case CUBLASLT_ALGO_CAP_STAGES_IDS: return put_list(c.stages, buf, n, written);
+    case CUBLASLT_ALGO_CAP_SPLITK_SUPPORT: return put(c.split_k, buf, n, written);
+    case CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK: return put(c.reduction_mask, buf, n, written);
+    case CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT: return put(c.swizzle, buf, n, written);
+    case CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX: return put(c.custom_max, buf, n, written);
+    case CUBLASLT_ALGO_CAP_EPILOGUE_MASK: return put(c.epilogue_mask, buf, n, written);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}
+inline cublasStatus_t config_set(cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t a, const void* buf,
+                                 size_t n) {
+  uint64_t v = 0;
+  std::memcpy(&v, buf, std::min<size_t>(n, sizeof v));
+  algo->data[config_word(a)] = v;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t config_get(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t a, void* buf,
+                                 size_t n, size_t* written) {
+  const uint64_t v = algo->data[config_word(a)];
+  std::memcpy(buf, &v, std::min<size_t>(n, sizeof v));
+  *written = n;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t algo_check(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                 cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t* algo,
+                                 cublasLtMatmulHeuristicResult_t* result) {
+  ++state().checks;
+  if (state().refuse(*algo)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  *result = cublasLtMatmulHeuristicResult_t{};
+  result->workspaceSize = algo->data[CUBLASLT_ALGO_CONFIG_SPLITK_NUM] > 1 ? size_t{1} << 20 : 0;
+  result->wavesCount = 0.5f * static_cast<float>(algo->data[CUBLASLT_ALGO_CONFIG_TILE_ID]);  // tile t: t/2 waves
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// The fake driver with a workspace allocator.
+inline const CudaDriver& driver() {
+  static CudaDriver d = [] {
+    CudaDriver x = fake::driver();
+    x.cuMemAlloc = [](CUdeviceptr* p, size_t) {
+      *p = 0x7000000;
+      return CUDA_SUCCESS;
+    };
+    x.cuMemFree = [](CUdeviceptr) { return CUDA_SUCCESS; };
+    return x;
+  }();
+  return d;
+}
+
 inline const CublasLt& table() {
   static CublasLt t = [] {
     CublasLt x{};
@@ -136,6 +241,12 @@ inline const CublasLt& table() {
     x.cublasLtMatmulPreferenceDestroy = pref_destroy;
     x.cublasLtMatmulPreferenceSetAttribute = pref_set;
     x.cublasLtMatmulAlgoGetHeuristic = heuristic;
+    x.cublasLtMatmulAlgoGetIds = get_ids;
+    x.cublasLtMatmulAlgoInit = algo_init;
+    x.cublasLtMatmulAlgoCapGetAttribute = cap_get;
+    x.cublasLtMatmulAlgoConfigSetAttribute = config_set;
+    x.cublasLtMatmulAlgoConfigGetAttribute = config_get;
+    x.cublasLtMatmulAlgoCheck = algo_check;
     x.cublasLtMatmul = matmul;
     return x;
   }();

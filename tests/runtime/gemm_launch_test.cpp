@@ -8,19 +8,7 @@
 namespace fusekit {
 namespace {
 
-// The fake driver with a workspace allocator.
-const CudaDriver& driver() {
-  static CudaDriver d = [] {
-    CudaDriver x = fake::driver();
-    x.cuMemAlloc = [](CUdeviceptr* p, size_t) {
-      *p = 0x7000000;
-      return CUDA_SUCCESS;
-    };
-    x.cuMemFree = [](CUdeviceptr) { return CUDA_SUCCESS; };
-    return x;
-  }();
-  return d;
-}
+using fake_lt::driver;
 
 GemmShape bert_up() {
   GemmShape s;

@@ -10,18 +10,7 @@
 namespace fusekit {
 namespace {
 
-const CudaDriver& driver() {
-  static CudaDriver d = [] {
-    CudaDriver x = fake::driver();
-    x.cuMemAlloc = [](CUdeviceptr* p, size_t) {
-      *p = 0x7000000;
-      return CUDA_SUCCESS;
-    };
-    x.cuMemFree = [](CUdeviceptr) { return CUDA_SUCCESS; };
-    return x;
-  }();
-  return d;
-}
+using fake_lt::driver;
 
 std::string plan_text(uint64_t algo_word, int64_t m, int64_t n, int64_t k, GemmEpilogue ep, bool residual) {
   GemmPlan p;

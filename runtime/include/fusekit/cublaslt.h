@@ -32,6 +32,21 @@ struct CublasLt {
                                                    cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
                                                    cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
                                                    cublasLtMatmulHeuristicResult_t[], int*);
+  // The tuner's walk of the algorithm space (algo_search.h); launches need none of these.
+  cublasStatus_t (*cublasLtMatmulAlgoGetIds)(cublasLtHandle_t, cublasComputeType_t, cudaDataType_t, cudaDataType_t,
+                                             cudaDataType_t, cudaDataType_t, cudaDataType_t, int, int[], int*);
+  cublasStatus_t (*cublasLtMatmulAlgoInit)(cublasLtHandle_t, cublasComputeType_t, cudaDataType_t, cudaDataType_t,
+                                           cudaDataType_t, cudaDataType_t, cudaDataType_t, int,
+                                           cublasLtMatmulAlgo_t*);
+  cublasStatus_t (*cublasLtMatmulAlgoCapGetAttribute)(const cublasLtMatmulAlgo_t*, cublasLtMatmulAlgoCapAttributes_t,
+                                                      void*, size_t, size_t*);
+  cublasStatus_t (*cublasLtMatmulAlgoConfigSetAttribute)(cublasLtMatmulAlgo_t*, cublasLtMatmulAlgoConfigAttributes_t,
+                                                         const void*, size_t);
+  cublasStatus_t (*cublasLtMatmulAlgoConfigGetAttribute)(const cublasLtMatmulAlgo_t*,
+                                                         cublasLtMatmulAlgoConfigAttributes_t, void*, size_t, size_t*);
+  cublasStatus_t (*cublasLtMatmulAlgoCheck)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                                            cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                            const cublasLtMatmulAlgo_t*, cublasLtMatmulHeuristicResult_t*);
   cublasStatus_t (*cublasLtMatmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
                                    cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*,
                                    const void*, cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,

@@ -27,6 +27,9 @@ struct GemmHeuristic {
   float waves = 0;
 };
 
+// cuBLASLt's data type of a storage dtype.
+cudaDataType_t gemm_data_type(DType dtype);
+
 class GemmSessions {
  public:
   // Default workspace per session: what cuBLAS itself uses on Hopper.
@@ -49,6 +52,15 @@ class GemmSessions {
   Status heuristic(const GemmShape& shape, const GemmPlan& plan, uint64_t bias, size_t workspace_bytes, int count,
                    CUstream stream, std::vector<GemmHeuristic>* out);
 
+  // The cuBLASLt handle of `stream`'s session in the current context (the
+  // tuner asks it for algorithm ids and their capabilities).
+  Status handle(CUstream stream, cublasLtHandle_t* out);
+  // cublasLtMatmulAlgoCheck of `algo` for the shape and the plan's
+  // epilogue: kNotSupported naming cuBLASLt's status where it refuses the
+  // configuration, else the workspace it needs and its waves.
+  Status check(const GemmShape& shape, const GemmPlan& plan, uint64_t bias, const GemmAlgo& algo, CUstream stream,
+               GemmHeuristic* out);
+
   size_t workspace_bytes() const { return workspace_bytes_; }
   // How many times launch() asked the heuristic (a plan's stored algorithm
   // asks none).
@@ -62,6 +74,8 @@ class GemmSessions {
   };
   Status session(CUstream stream, Session** out);
   Status algorithm_for(Session& s, const GemmShape& shape, const GemmPlan& plan, uint64_t bias, GemmHeuristic* out);
+  template <typename Fn>
+  Status with_descriptors(CUstream stream, const GemmShape& shape, const GemmPlan& plan, uint64_t bias, Fn&& fn);
 
   const CudaDriver& driver_;
   const CublasLt& lt_;

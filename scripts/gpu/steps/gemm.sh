@@ -20,7 +20,7 @@ if [ "${GEMM_TESTS:-1}" != 0 ]; then
   tail -3 "$out/memcheck.txt" >>"$log"
 fi
 step race
-timeout 300 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" ${CASES:+--cases "${CASES// /,}"} >"$out/race.txt" 2>&1
+timeout 450 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" ${CASES:+--cases "${CASES// /,}"} >"$out/race.txt" 2>&1
 note race $?
 tail -20 "$out/race.txt" >>"$log"
 if [ "${GEMM_TESTS:-1}" != 0 ]; then
