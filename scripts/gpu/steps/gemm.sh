@@ -7,7 +7,8 @@
 # caps torch.compile's max-autotune over all cases (180 s); PEERS=0 skips
 # them; GEMM_TESTS=0 skips the tests, memcheck and package (a call for the
 # race and its peers alone); CASES="bert_down gpt2_up" narrows the race and
-# so its peers.
+# so its peers; SPACE=N times N configurations of cuBLASLt's algorithm space
+# per plan beyond the heuristic's answers (48; 0: none).
 need_bins gemm_gpu_test gemm_race
 if [ "${GEMM_TESTS:-1}" != 0 ]; then
   step gemm gpu tests
@@ -20,7 +21,8 @@ if [ "${GEMM_TESTS:-1}" != 0 ]; then
   tail -3 "$out/memcheck.txt" >>"$log"
 fi
 step race
-timeout 450 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" ${CASES:+--cases "${CASES// /,}"} >"$out/race.txt" 2>&1
+timeout 450 "$bin/gemm_race" --out "$out/race.jsonl" --records "$out/records.jsonl" ${CASES:+--cases "${CASES// /,}"} \
+  ${SPACE:+--space "$SPACE"} >"$out/race.txt" 2>&1
 note race $?
 tail -20 "$out/race.txt" >>"$log"
 if [ "${GEMM_TESTS:-1}" != 0 ]; then
