@@ -61,7 +61,7 @@ Replay replay(CostModel& model, const Problem& problem, size_t bpe, const std::v
     index[space.back().config.to_string()] = i;
     best = std::min(best, group[i].us);
   }
-  auto strategy = make_guided_strategy(space, model, {problem}, bpe, o.guided_explore, o.seed);
+  auto strategy = make_guided_strategy(space, model, {problem}, bpe, GuidedOptions{o.guided_explore}, o.seed);
   auto stop = make_plateau_stop(space.size(), 1, 0.01);
   Replay r;
   double timed = 0, best_so_far = 1e300;

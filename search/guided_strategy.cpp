@@ -5,41 +5,51 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "search/interfaces.h"
 
 namespace fusekit {
 namespace {
 
+// Differs from `b` in exactly one parameter's value (same names).
+bool one_apart(const Config& a, const Config& b) {
+  if (a.values().size() != b.values().size()) return false;
+  int differ = 0;
+  for (auto x = a.values().begin(), y = b.values().begin(); x != a.values().end(); ++x, ++y)
+    if (x->first != y->first || (x->second != y->second && ++differ > 1)) return false;
+  return differ == 1;
+}
+
 class GuidedStrategy final : public SearchStrategy {
  public:
   GuidedStrategy(std::vector<Candidate> space, CostModel& model, std::vector<Problem> problems, size_t elem_bytes,
-                 size_t explore, uint64_t seed)
+                 const GuidedOptions& options, uint64_t seed)
       : space_(std::move(space)),
         proposed_(space_.size(), false),
+        pooled_(space_.size(), false),
         model_(model),
         problems_(std::move(problems)),
         elem_bytes_(elem_bytes),
-        explore_(explore),
-        rng_(seed) {}
+        options_(options),
+        rng_(seed) {
+    draw_pool();
+  }
 
   std::vector<Candidate> next_batch(size_t max) override {
     std::vector<size_t> open;
-    for (size_t i = 0; i < space_.size(); ++i)
+    for (size_t i : pool_)
       if (!proposed_[i]) open.push_back(i);
+    last_batch_.clear();
     std::vector<Candidate> out;
-    if (open.empty() || max == 0) return out;
+    if (max == 0 || (open.empty() && pool_.size() == space_.size())) return out;
     // Exploration only beside at least one ranked pick.
-    const size_t explore = max > 1 ? std::min(explore_, max - 1) : 0;
+    const size_t explore = max > 1 ? std::min(options_.explore, max - 1) : 0;
     for (size_t i : ranked(open)) {
       if (out.size() + explore >= max) break;
       take(i, &out);
     }
-    std::vector<size_t> rest;
-    for (size_t i : open)
-      if (!proposed_[i]) rest.push_back(i);
-    std::shuffle(rest.begin(), rest.end(), rng_);
-    for (size_t k = 0; k < rest.size() && out.size() < max; ++k) take(rest[k], &out);
+    explore_from_space(max, &out);
     return out;
   }
 
@@ -50,19 +60,88 @@ class GuidedStrategy final : public SearchStrategy {
       std::vector<Candidate> timed;
       std::vector<double> us;
       for (size_t i = 0; i < batch.size() && i < results.size(); ++i)
-        if (results[i].status == RecordStatus::kOk && results[i].problem == static_cast<int>(pi) &&
-            results[i].median_us > 0) {
+        if (timed_at(results[i], pi)) {
           timed.push_back(batch[i]);
           us.push_back(results[i].median_us);
         }
       if (!timed.empty()) model_.update(problems_[pi], elem_bytes_, timed, us);
     }
+    grow_pool(batch, results);
   }
 
  private:
+  static bool timed_at(const MeasureResult& r, size_t problem) {
+    return r.status == RecordStatus::kOk && r.problem == static_cast<int>(problem) && r.median_us > 0;
+  }
+
   void take(size_t i, std::vector<Candidate>* out) {
     proposed_[i] = true;
+    last_batch_.push_back(i);
     out->push_back(space_[i]);
+  }
+
+  void add_to_pool(size_t i) {
+    if (pooled_[i]) return;
+    pooled_[i] = true;
+    pool_.push_back(i);
+  }
+
+  // The whole space where it fits the pool, else a seeded draw of pool
+  // indices and the seeds: ranking a million-schedule row space every
+  // batch would cost minutes of model time per workload.
+  void draw_pool() {
+    std::vector<size_t> all(space_.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    if (all.size() > options_.pool) {
+      std::shuffle(all.begin(), all.end(), rng_);
+      all.resize(options_.pool);
+      std::sort(all.begin(), all.end());
+    }
+    for (size_t i : all) add_to_pool(i);
+    const std::set<Config> seeds(options_.seeds.begin(), options_.seeds.end());
+    for (size_t i = 0; i < space_.size() && !seeds.empty(); ++i)
+      if (seeds.count(space_[i].config)) add_to_pool(i);
+  }
+
+  // Random unproposed picks from the whole space (pooled or not) until the
+  // batch is full.
+  void explore_from_space(size_t max, std::vector<Candidate>* out) {
+    size_t open = 0;
+    for (bool p : proposed_) open += !p;
+    std::uniform_int_distribution<size_t> pick(0, space_.empty() ? 0 : space_.size() - 1);
+    while (out->size() < max && open > 0) {
+      const size_t i = pick(rng_);
+      if (proposed_[i]) continue;
+      add_to_pool(i);
+      take(i, out);
+      --open;
+    }
+  }
+
+  // After a batch, the pool gains the schedules one parameter away from
+  // each problem's fastest so far (as an evolutionary search mutates its
+  // best), up to options_.grow per new best.
+  void grow_pool(const std::vector<Candidate>& batch, const std::vector<MeasureResult>& results) {
+    if (batch.size() != last_batch_.size() || pool_.size() == space_.size()) return;
+    std::vector<size_t> fresh;
+    for (size_t pi = 0; pi < problems_.size(); ++pi) {
+      auto& best = best_[pi];
+      const auto before = best;
+      for (size_t i = 0; i < batch.size() && i < results.size(); ++i)
+        if (timed_at(results[i], pi) && batch[i].config == space_[last_batch_[i]].config &&
+            (best.second <= 0 || results[i].median_us < best.second))
+          best = {last_batch_[i], results[i].median_us};
+      if (best != before) fresh.push_back(best.first);
+    }
+    for (size_t b : fresh) {
+      if (!expanded_.insert(b).second) continue;
+      size_t added = 0;
+      for (size_t i = 0; i < space_.size() && added < options_.grow; ++i)
+        if (!pooled_[i] && one_apart(space_[i].config, space_[b].config)) {
+          add_to_pool(i);
+          ++added;
+        }
+    }
   }
 
   // `open` in the model's order: every problem's fastest, then every
@@ -90,11 +169,15 @@ class GuidedStrategy final : public SearchStrategy {
   }
 
   std::vector<Candidate> space_;
-  std::vector<bool> proposed_;
+  std::vector<bool> proposed_, pooled_;
+  std::vector<size_t> pool_;         // indices into space_ the model ranks
+  std::vector<size_t> last_batch_;   // space_ indices of the last batch, in its order
+  std::map<size_t, std::pair<size_t, double>> best_;  // per problem: (space_ index, us)
+  std::set<size_t> expanded_;        // bests whose neighbours joined the pool
   CostModel& model_;
   std::vector<Problem> problems_;
   size_t elem_bytes_;
-  size_t explore_;
+  GuidedOptions options_;
   std::mt19937_64 rng_;
 };
 
@@ -133,8 +216,8 @@ class PlateauStop final : public StopCondition {
 
 std::unique_ptr<SearchStrategy> make_guided_strategy(std::vector<Candidate> space, CostModel& model,
                                                      std::vector<Problem> problems, size_t bytes_per_element,
-                                                     size_t explore, uint64_t seed) {
-  return std::make_unique<GuidedStrategy>(std::move(space), model, std::move(problems), bytes_per_element, explore,
+                                                     const GuidedOptions& options, uint64_t seed) {
+  return std::make_unique<GuidedStrategy>(std::move(space), model, std::move(problems), bytes_per_element, options,
                                           seed);
 }
 

@@ -139,14 +139,21 @@ std::unique_ptr<SearchStrategy> make_seeded_random_strategy(std::vector<Candidat
                                                             uint64_t seed, const std::vector<Candidate>& ranked = {},
                                                             size_t ranked_budget = 0);
 std::unique_ptr<StopCondition> make_count_stop(size_t max_candidates);
+struct GuidedOptions {
+  size_t explore = 1;   // seeded random picks from the whole space per batch
+  size_t pool = 4096;   // schedules the model ranks: the whole space where smaller, else a seeded draw
+  size_t grow = 64;     // schedules one parameter away from a new best that join the pool
+  std::vector<Config> seeds;  // in the pool whatever the draw (the template's seeds, spelled as the space's)
+};
 // Model-guided search (search/guided_strategy.cpp): each batch is the
-// `batch - explore` unproposed candidates `model` predicts fastest (round
-// robin over `problems`) and `explore` seeded random others; notify() feeds
-// every timed result to model.update, so the next batch is ranked by what
-// was measured. `model` must outlive the strategy.
+// `batch - explore` unproposed candidates of the pool `model` predicts
+// fastest (round robin over `problems`) and `explore` random others;
+// notify() feeds every timed result to model.update, so the next batch is
+// ranked by what was measured, and adds the neighbours of each problem's
+// new best to the pool. `model` must outlive the strategy.
 std::unique_ptr<SearchStrategy> make_guided_strategy(std::vector<Candidate> space, CostModel& model,
                                                      std::vector<Problem> problems, size_t bytes_per_element,
-                                                     size_t explore, uint64_t seed);
+                                                     const GuidedOptions& options, uint64_t seed);
 // Ends a search after `max_candidates`, or after a batch (once `min_batches`
 // have run) that improved no problem's best time by more than that best's
 // own spread ((p80 - p20) / median, at least `min_gain`).

@@ -265,8 +265,11 @@ class TuneRun {
   std::unique_ptr<SearchStrategy> make_strategy(Backend backend, const ParamSpace& space,
                                                 const std::vector<Candidate>& all, size_t budget) const {
     const uint64_t seed = options_.seed ^ static_cast<uint64_t>(backend);
-    if (options_.guide)
-      return make_guided_strategy(all, *options_.guide, problems_, elem_bytes_, options_.guided_explore, seed);
+    if (options_.guide) {
+      GuidedOptions guided = options_.guided;
+      for (const Candidate& c : seeds_for(backend, space)) guided.seeds.push_back(c.config);
+      return make_guided_strategy(all, *options_.guide, problems_, elem_bytes_, guided, seed);
+    }
     if (all.size() <= options_.budget) return make_exhaustive_strategy(all);
     const std::vector<Candidate> seeds = seeds_for(backend, space);
     const size_t seeds_taken = std::min(seeds.size(), budget);

@@ -111,11 +111,11 @@ struct TunerOptions {
   size_t hint_twins = 3;
   uint64_t seed = 1;
   // Set: model-guided search (make_guided_strategy) in batches of
-  // `guided_batch` (`guided_explore` of them random) instead of the seeded
+  // `guided_batch` (`guided.explore` of them random) instead of the seeded
   // sample, ended by a plateau (make_plateau_stop) or the budget.
   std::shared_ptr<CostModel> guide;
   size_t guided_batch = 4;
-  size_t guided_explore = 1;
+  GuidedOptions guided;
   MeasureOptions measure;
   Provenance provenance;
   // Called with one line per finished step (for progress output).

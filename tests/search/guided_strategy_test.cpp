@@ -32,7 +32,10 @@ class FakeModel final : public CostModel {
  public:
   std::vector<double> predict(const Problem& p, size_t, const std::vector<Candidate>& batch) const override {
     std::vector<double> out;
+    predict_sizes.push_back(batch.size());
+    predicted.clear();
     for (const auto& c : batch) {
+      predicted.insert(c.config.get("i"));
       auto it = learned.find({p.shape_text, c.config.get("i")});
       out.push_back(it != learned.end() ? it->second : static_cast<double>(c.config.get("i")));
     }
@@ -44,6 +47,8 @@ class FakeModel final : public CostModel {
   }
   std::map<std::pair<std::string, int64_t>, double> learned;
   int updates = 0;
+  mutable std::vector<size_t> predict_sizes;  // candidates per predict call
+  mutable std::set<int64_t> predicted;        // the last call's
 };
 
 std::vector<int64_t> ids(const std::vector<Candidate>& b) {
@@ -63,7 +68,7 @@ MeasureResult timed(double us, int problem, double spread = 0.0) {
 
 TEST(GuidedStrategy, BatchesTheModelsFavouritesAndSomeExploration) {
   FakeModel model;
-  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, 1, 7);
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, GuidedOptions{1}, 7);
   const auto first = ids(s->next_batch(4));
   ASSERT_EQ(first.size(), 4u);
   EXPECT_EQ(std::vector<int64_t>(first.begin(), first.begin() + 3), (std::vector<int64_t>{0, 1, 2}));
@@ -80,7 +85,7 @@ TEST(GuidedStrategy, BatchesTheModelsFavouritesAndSomeExploration) {
 TEST(GuidedStrategy, RanksTheNextBatchByWhatWasMeasured) {
   FakeModel model;
   const Problem small = problem(1024), large = problem(1 << 20);
-  auto s = make_guided_strategy(space(20), model, {small, large}, 4, 0, 7);
+  auto s = make_guided_strategy(space(20), model, {small, large}, 4, GuidedOptions{0}, 7);
   const auto b1 = s->next_batch(3);
   EXPECT_EQ(ids(b1), (std::vector<int64_t>{0, 1, 2}));
   // Measured at the large size: 0 and 1 slow; 2 failed to verify; a pruned
@@ -102,8 +107,49 @@ TEST(GuidedStrategy, RanksTheNextBatchByWhatWasMeasured) {
 TEST(GuidedStrategy, TheModelsRankingChangesWithItsUpdates) {
   FakeModel model;
   model.learned[{"1024", 19}] = -1;  // as if a measurement had found 19 fastest
-  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, 0, 7);
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, GuidedOptions{0}, 7);
   EXPECT_EQ(ids(s->next_batch(2)), (std::vector<int64_t>{19, 0}));
+}
+
+// i = 0..n-1 in groups of ten (k = i / 10): schedules of one group are
+// one parameter apart.
+std::vector<Candidate> grouped_space(int n) {
+  std::vector<Candidate> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back({Backend::kNvrtc, Config::parse("i=" + std::to_string(i) + " k=" + std::to_string(i / 10))});
+  return v;
+}
+
+TEST(GuidedStrategy, ALargeSpaceIsRankedThroughItsPool) {
+  FakeModel model;
+  GuidedOptions o;
+  o.explore = 1, o.pool = 50, o.grow = 0;
+  o.seeds = {Config::parse("i=77777")};
+  auto s = make_guided_strategy(space(100000), model, {problem(1024), problem(4096)}, 4, o, 7);
+  const auto b = s->next_batch(4);
+  ASSERT_EQ(b.size(), 4u);
+  ASSERT_EQ(model.predict_sizes.size(), 2u) << "one ranking per problem";
+  for (size_t n : model.predict_sizes) EXPECT_EQ(n, 51u) << "the pool and the seed, not the 100000";
+  EXPECT_EQ(model.predicted.count(77777), 1u) << "a seed is ranked whatever the draw";
+  s->notify(b, {timed(5, 0), timed(6, 0), timed(7, 1), timed(8, 1)});
+  model.predict_sizes.clear();
+  s->next_batch(4);
+  for (size_t n : model.predict_sizes) EXPECT_LE(n, 52u) << "the pool less the proposed, plus the explored one";
+}
+
+TEST(GuidedStrategy, ANewBestBringsItsNeighboursIntoThePool) {
+  FakeModel model;
+  GuidedOptions o;
+  o.explore = 0, o.pool = 5, o.grow = 64;
+  auto s = make_guided_strategy(grouped_space(100), model, {problem(1024)}, 4, o, 3);
+  const auto b = s->next_batch(2);
+  ASSERT_EQ(b.size(), 2u);
+  const int64_t best = b[1].config.get("i");
+  s->notify(b, {timed(9, 0), timed(4, 0)});  // the second is the faster
+  s->next_batch(1);
+  for (int64_t i = best / 10 * 10; i < best / 10 * 10 + 10; ++i)
+    if (i != best && i != b[0].config.get("i")) EXPECT_EQ(model.predicted.count(i), 1u) << i << " near " << best;
+  EXPECT_LE(model.predicted.size(), 3u + 9u) << "the pool's other three and the new best's nine neighbours";
 }
 
 TEST(PlateauStop, StopsAfterABatchThatImprovesNothingBeyondItsSpread) {
