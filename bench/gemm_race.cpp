@@ -56,9 +56,10 @@ nlohmann::json point_json(const GemmRace& race, int i) {
           {"rank", race.points[i].rank}, {"median_us", r.median_us}, {"p20_us", r.p20_us}, {"p80_us", r.p80_us}};
 }
 
+// At most 999: the walk's ranks (1000 + j) stay the four digits records parse.
 int parse_count(const std::string& option, const std::string& text) {
-  if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos)
-    throw UserError(option + " '" + text + "' is not a count from 0 to 9999");
+  if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UserError(option + " '" + text + "' is not a count from 0 to 999");
   return std::stoi(text);
 }
 
