@@ -11,6 +11,19 @@ cudaDataType_t gemm_data_type(DType dtype) {
   return CUDA_R_32F;
 }
 
+cublasLtMatmulAlgo_t to_lt_algo(const GemmAlgo& algo) {
+  static_assert(sizeof algo.data == sizeof(cublasLtMatmulAlgo_t::data), "cublasLtMatmulAlgo_t is 8 words");
+  cublasLtMatmulAlgo_t out;
+  for (int w = 0; w < 8; ++w) out.data[w] = algo.data[w];
+  return out;
+}
+
+GemmAlgo from_lt_algo(const cublasLtMatmulAlgo_t& algo) {
+  GemmAlgo out;
+  for (int w = 0; w < 8; ++w) out.data[w] = algo.data[w];
+  return out;
+}
+
 namespace {
 
 // The row-major product as cuBLASLt's column-major one: D^T [N, M] =
@@ -79,8 +92,7 @@ Status query(const CublasLt& lt, cublasLtHandle_t handle, const Descriptors& d, 
   for (int i = 0; i < returned; ++i) {
     if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
     GemmHeuristic h;
-    static_assert(sizeof h.algo.data == sizeof results[i].algo.data, "cublasLtMatmulAlgo_t is 8 words");
-    for (int w = 0; w < 8; ++w) h.algo.data[w] = results[i].algo.data[w];
+    h.algo = from_lt_algo(results[i].algo);
     h.workspace_bytes = results[i].workspaceSize;
     h.waves = results[i].wavesCount;
     out->push_back(h);
@@ -166,8 +178,7 @@ Status GemmSessions::launch(const GemmShape& shape, const GemmPlan& plan, const 
   if (!(st = algorithm_for(*s, shape, plan, ops.bias, &algo)).ok()) return st;
   Descriptors d;
   if (!(st = d.make(lt_, shape, plan, ops.bias)).ok()) return st;
-  cublasLtMatmulAlgo_t lt_algo;
-  for (int w = 0; w < 8; ++w) lt_algo.data[w] = algo.algo.data[w];
+  const cublasLtMatmulAlgo_t lt_algo = to_lt_algo(algo.algo);
   const float alpha = 1.0f, beta = plan.residual ? 1.0f : 0.0f;
   const void* c = reinterpret_cast<const void*>(plan.residual ? ops.residual : ops.out);
   FUSEKIT_LT_RETURN(lt_, cublasLtMatmul(s->handle, d.op, &alpha, reinterpret_cast<const void*>(ops.b), d.a,
@@ -218,8 +229,7 @@ Status GemmSessions::check(const GemmShape& shape, const GemmPlan& plan, uint64_
   if (!lt_.cublasLtMatmulAlgoCheck)
     return Status(StatusCode::kNotSupported, "this cuBLASLt table has no cublasLtMatmulAlgoCheck");
   return with_descriptors(stream, shape, plan, bias, [&](cublasLtHandle_t handle, const Descriptors& d) {
-    cublasLtMatmulAlgo_t lt_algo;
-    for (int w = 0; w < 8; ++w) lt_algo.data[w] = algo.data[w];
+    const cublasLtMatmulAlgo_t lt_algo = to_lt_algo(algo);
     cublasLtMatmulHeuristicResult_t result{};
     const cublasStatus_t cs = lt_.cublasLtMatmulAlgoCheck(handle, d.op, d.a, d.b, d.c, d.d, &lt_algo, &result);
     if (cs != CUBLAS_STATUS_SUCCESS) return Status(StatusCode::kNotSupported, cublas_status_name(cs));

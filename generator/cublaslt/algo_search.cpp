@@ -40,18 +40,6 @@ bool set_config(const CublasLt& lt, cublasLtMatmulAlgo_t* algo, cublasLtMatmulAl
   return lt.cublasLtMatmulAlgoConfigSetAttribute(algo, attr, &value, sizeof value) == CUBLAS_STATUS_SUCCESS;
 }
 
-cublasLtMatmulAlgo_t to_lt(const GemmAlgo& a) {
-  cublasLtMatmulAlgo_t out;
-  for (int w = 0; w < 8; ++w) out.data[w] = a.data[w];
-  return out;
-}
-
-GemmAlgo from_lt(const cublasLtMatmulAlgo_t& a) {
-  GemmAlgo out;
-  for (int w = 0; w < 8; ++w) out.data[w] = a.data[w];
-  return out;
-}
-
 struct Context {
   const CublasLt& lt;
   cublasLtHandle_t handle;
@@ -84,7 +72,7 @@ bool capabilities(const Context& c, int id, GemmEpilogue epilogue, AlgoCaps* out
 
 // A heuristic answer's configuration (attributes it cannot read stay at their defaults).
 AlgoConfig config_of(const CublasLt& lt, const GemmAlgo& a) {
-  const cublasLtMatmulAlgo_t algo = to_lt(a);
+  const cublasLtMatmulAlgo_t algo = to_lt_algo(a);
   AlgoConfig c;
   int32_t id = 0, split = 1;
   get_config(lt, algo, CUBLASLT_ALGO_CONFIG_ID, &id);
@@ -113,7 +101,7 @@ bool algo_of(const Context& c, const AlgoConfig& cfg, GemmAlgo* out) {
             set_config(c.lt, &algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, cfg.custom);
   // Clusters are Hopper's; a release without the attribute takes only auto.
   if (ok && cfg.cluster != 0) ok = set_config(c.lt, &algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cfg.cluster);
-  if (ok) *out = from_lt(algo);
+  if (ok) *out = from_lt_algo(algo);
   return ok;
 }
 

@@ -258,11 +258,10 @@ class Racer final : public GemmRacer {
     for (int tail = 0; tail < 2; ++tail) {
       if (seeds_[tail].empty() || (tail && best_tail < 0)) continue;
       const GemmPlan base = plan_bases_[tail];
-      size_t workspace = 0;
-      for (size_t w : opt_.workspaces) workspace = std::max(workspace, w);
+      // The session's workspace is the largest of opt_.workspaces.
       const std::vector<GemmHeuristic> found =
-          search_algo_space(*lt_, *sessions_, shape_, base, bias_ptr(0), workspace, stream_, seeds_[tail], opt_.space,
-                            static_cast<size_t>(opt_.space_points), &race->space[tail]);
+          search_algo_space(*lt_, *sessions_, shape_, base, bias_ptr(0), sessions_->workspace_bytes(), stream_,
+                            seeds_[tail], opt_.space, static_cast<size_t>(opt_.space_points), &race->space[tail]);
       for (size_t j = 0; j < found.size(); ++j) {
         GemmPoint p = point_of(tail != 0, kGemmSpaceRank + static_cast<int>(j), base, found[j]);
         if (tail) p.tail_config = race->points[best_tail].tail_config;

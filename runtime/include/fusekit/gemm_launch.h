@@ -30,6 +30,10 @@ struct GemmHeuristic {
 // cuBLASLt's data type of a storage dtype.
 cudaDataType_t gemm_data_type(DType dtype);
 
+// An algorithm as cuBLASLt's type and back: the same eight words.
+cublasLtMatmulAlgo_t to_lt_algo(const GemmAlgo& algo);
+GemmAlgo from_lt_algo(const cublasLtMatmulAlgo_t& algo);
+
 class GemmSessions {
  public:
   // Default workspace per session: what cuBLAS itself uses on Hopper.
