@@ -1,5 +1,9 @@
 #include "search/host_problem.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 namespace fusekit {
 
 std::string host_problem_key(const Workload& workload, const Problem& problem, uint64_t seed) {
@@ -33,6 +37,16 @@ size_t host_problem_bytes(const HostProblem& p) {
   return n;
 }
 
+size_t ProblemWindow::bytes() {
+  static const size_t budget = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const size_t gib = size_t{1} << 30;
+    const size_t phys = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 16 * gib;
+    return std::clamp(phys / 8, 2 * gib, 16 * gib);
+  }();
+  return budget;
+}
+
 bool ProblemWindow::holds(const std::string& key) const {
   for (const auto& [k, n] : keys_)
     if (k == key) return true;
@@ -49,7 +63,7 @@ std::vector<std::string> ProblemWindow::add(const std::string& key, size_t bytes
   size_t total = 0;
   for (const auto& [k, n] : keys_) total += n;
   std::vector<std::string> out;
-  while (keys_.size() > 1 && (keys_.size() > kEntries || total > kBytes)) {
+  while (keys_.size() > 1 && (keys_.size() > kEntries || total > ProblemWindow::bytes())) {
     total -= keys_.front().second;
     out.push_back(keys_.front().first);
     keys_.erase(keys_.begin());

@@ -24,13 +24,18 @@ struct HostProblem {
 };
 
 // Which of the last problems a cache holds: at most kEntries and, beyond
-// the newest, kBytes of tensors. A tuning process keeps one window for what
+// the newest, bytes() of tensors. A tuning process keeps one window for what
 // its worker holds; the worker's cache follows the same window over the same
 // sends, so the process knows what the worker holds without asking.
 class ProblemWindow {
  public:
-  static constexpr size_t kEntries = 4;
-  static constexpr size_t kBytes = size_t{2} << 30;
+  // A row task cycles through five timed shapes, its odd verify shapes and
+  // one verify shape per specialized row length every batch: a smaller
+  // window recomputes each problem's reference on every batch.
+  static constexpr size_t kEntries = 16;
+  // An eighth of the machine's memory (the process and its worker each
+  // hold a copy), within 2 to 16 GiB; the same on both sides of the pipe.
+  static size_t bytes();
   bool holds(const std::string& key) const;
   // Adds (or refreshes) a key; returns the keys it pushed out.
   std::vector<std::string> add(const std::string& key, size_t bytes);

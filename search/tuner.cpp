@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -179,6 +180,27 @@ struct BatchRun {
 
 bool faster(const TimedSchedule& a, const TimedSchedule& b) { return a.us < b.us; }
 
+// Where a batch's wall time went, for the progress line: a user whose tune
+// is slow sees whether building, verifying or timing is why.
+struct BatchClock {
+  double build_s = 0, verify_s = 0, time_s = 0;
+  template <typename F>
+  static auto timed(double* into, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    struct Add {
+      double* into;
+      std::chrono::steady_clock::time_point start;
+      ~Add() { *into += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+    } add{into, start};
+    return f();
+  }
+  std::string text() const {
+    char t[120];
+    std::snprintf(t, sizeof(t), " (build %.1f s, verify %.1f s, time %.1f s)", build_s, verify_s, time_s);
+    return t;
+  }
+};
+
 // One tune() call: per backend, the seeded search proposes batches; each
 // batch is built in parallel, verified at the odd shape, then measured
 // problem by problem, and every outcome is committed in one transaction.
@@ -238,19 +260,23 @@ class TuneRun {
     const size_t budget = std::min(options_.budget, all.size());
     std::unique_ptr<SearchStrategy> strategy = make_strategy(backend, space, all, budget);
     std::unique_ptr<StopCondition> stop = options_.guide ? make_plateau_stop(budget, 1, 0.01) : make_count_stop(budget);
-    const size_t batch_size = options_.guide ? options_.guided_batch : options_.batch;
+    // A guided batch holds every timed shape's favourite beside its random
+    // picks, so no shape waits a batch for its first model-ranked schedule.
+    const size_t batch_size =
+        options_.guide ? std::max(options_.guided_batch, problems_.size() + options_.guided.explore) : options_.batch;
     Timed timed(problems_.size());
     size_t done = 0;
     while (!stop->is_fulfilled()) {
       std::vector<Candidate> batch = strategy->next_batch(batch_size);
       if (batch.empty()) break;
-      const std::vector<MeasureResult> results =
-          run_batch(backend, batch, task_.builder->build(batch), verify_problem_, &timed);
+      clock_ = BatchClock{};
+      const std::vector<BuildResult> built = BatchClock::timed(&clock_.build_s, [&] { return task_.builder->build(batch); });
+      const std::vector<MeasureResult> results = run_batch(backend, batch, built, verify_problem_, &timed);
       strategy->notify(batch, results);
       stop->update(results);
       done += batch.size();
       progress(std::string(backend_name(backend)) + ": " + std::to_string(done) + "/" + std::to_string(budget) +
-               " candidates");
+               " candidates" + clock_.text());
     }
     return timed;
   }
@@ -310,9 +336,12 @@ class TuneRun {
       m.error = built[i].error;
       record_failure(b, i, "any", "any", m);
     }
-    if (dev_.measured && !alive.empty()) alive = verify_on_odd_shapes(backend, b, alive, verify);
+    if (dev_.measured && !alive.empty())
+      alive = BatchClock::timed(&clock_.verify_s, [&] { return verify_on_odd_shapes(backend, b, alive, verify); });
     // Problem-major, so each problem's data and reference are prepared once.
-    for (size_t pi = 0; pi < problems_.size(); ++pi) time_on_problem(backend, b, alive, pi, timed);
+    BatchClock::timed(&clock_.time_s, [&] {
+      for (size_t pi = 0; pi < problems_.size(); ++pi) time_on_problem(backend, b, alive, pi, timed);
+    });
     summary_.records += db_.commit(b.records);
     return b.results;
   }
@@ -532,6 +561,7 @@ class TuneRun {
   const Problem verify_problem_;
   std::vector<Problem> problems_;
   TuneSummary summary_;
+  BatchClock clock_;  // the search's current batch
 };
 
 }  // namespace

@@ -111,8 +111,9 @@ struct TunerOptions {
   size_t hint_twins = 3;
   uint64_t seed = 1;
   // Set: model-guided search (make_guided_strategy) in batches of
-  // `guided_batch` (`guided.explore` of them random) instead of the seeded
-  // sample, ended by a plateau (make_plateau_stop) or the budget.
+  // `guided_batch`, or of the timed shapes' count plus `guided.explore`
+  // where that is more (`guided.explore` of them random), instead of the
+  // seeded sample, ended by a plateau (make_plateau_stop) or the budget.
   std::shared_ptr<CostModel> guide;
   size_t guided_batch = 4;
   GuidedOptions guided;

@@ -63,15 +63,17 @@ TEST(MeasureWire, ArtifactsAndProblemsRoundTrip) {
 
 TEST(ProblemWindow, KeepsTheNewestWithinItsCountAndBytes) {
   ProblemWindow w;
-  for (int i = 0; i < 5; ++i) w.add("p" + std::to_string(i), 10);
+  const int n = static_cast<int>(ProblemWindow::kEntries);
+  for (int i = 0; i <= n; ++i) w.add("p" + std::to_string(i), 10);
   EXPECT_FALSE(w.holds("p0"));
   EXPECT_TRUE(w.holds("p1"));
-  EXPECT_TRUE(w.holds("p4"));
+  EXPECT_TRUE(w.holds("p" + std::to_string(n)));
   w.add("p1", 10);  // refreshed: now the newest
-  EXPECT_EQ(w.add("p5", 10), (std::vector<std::string>{"p2"}));
-  EXPECT_EQ(w.add("big", ProblemWindow::kBytes).size(), 4u);  // alone over the bytes, kept
+  EXPECT_EQ(w.add("next", 10), (std::vector<std::string>{"p2"}));
+  EXPECT_GE(ProblemWindow::bytes(), size_t{2} << 30);
+  EXPECT_EQ(w.add("big", ProblemWindow::bytes()).size(), ProblemWindow::kEntries);  // alone over the bytes, kept
   EXPECT_TRUE(w.holds("big"));
-  EXPECT_FALSE(w.holds("p5"));
+  EXPECT_FALSE(w.holds("next"));
 }
 
 TEST(WorkerMeasurer, RecordsAHangAndADeathAndMeasuresTheRestOnANewWorker) {

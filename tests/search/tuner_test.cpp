@@ -523,10 +523,12 @@ class CountingModel final : public CostModel {
   void update(const Problem&, size_t, const std::vector<Candidate>& batch, const std::vector<double>& us) override {
     ++updates;
     timed += batch.size();
+    largest = std::max(largest, batch.size());
     EXPECT_EQ(batch.size(), us.size());
   }
   int updates = 0;
   size_t timed = 0;
+  size_t largest = 0;  // the most schedules one update brought
 
  private:
   std::unique_ptr<CostModel> model_;
@@ -546,6 +548,21 @@ TEST(Tuner, GuidedSearchStopsWhenABatchImprovesNothing) {
   EXPECT_EQ(guide->updates, 2);
   EXPECT_EQ(guide->timed, 2 * opt.guided_batch);
   for (const auto& r : t.db->all()) EXPECT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.error;
+}
+
+// With more timed shapes than a guided batch holds, each batch grows to
+// one pick per shape plus the random one: six schedules for five shapes.
+TEST(Tuner, GuidedBatchHoldsAPickForEveryTimedShape) {
+  ModelTuning t("relu_add", DType::kF32, "sm_90", {{4096}, {65536}, {1 << 20}, {3001}, {12345}});
+  auto guide = std::make_shared<CountingModel>(t.arch);
+  TunerOptions opt;
+  opt.guide = guide;
+  opt.hint_twins = 0;
+  tune_on_fake_gpu(t, opt, 60, Backend::kNvrtc);
+  std::set<std::string> schedules;
+  for (const auto& r : t.db->all()) schedules.insert(r.params);
+  EXPECT_EQ(guide->largest, 6u);
+  EXPECT_EQ(schedules.size() % 6, 0u) << schedules.size() << " schedules";
 }
 
 }  // namespace
