@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "fusekit/shape_bucket.h"
@@ -274,6 +275,9 @@ class TuneRun {
       const std::vector<MeasureResult> results = run_batch(backend, batch, built, verify_problem_, &timed);
       strategy->notify(batch, results);
       stop->update(results);
+      if (done == 0 && options_.guide && task_.kind == TemplateKind::kRowReduction && dev_.measured &&
+          options_.specialize > 0)
+        time_leaders_specialized(backend, space, timed);
       done += batch.size();
       progress(std::string(backend_name(backend)) + ": " + std::to_string(done) + "/" + std::to_string(budget) +
                " candidates" + clock_.text());
@@ -468,13 +472,40 @@ class TuneRun {
   // it (a row count no block shape divides) and timed beside them. Only
   // with a GPU: the model cannot tell a specialized kernel apart.
   void time_row_specializations(Backend backend, const ParamSpace& space, Timed& timed) {
+    time_specialized(backend, timed, [&](std::vector<TimedSchedule>& t, int64_t cols, SpecializedBuilds& builds) {
+      return specialized_for(backend, space, t, cols, builds);
+    });
+  }
+
+  // Guided: after the first batch, each row length's fastest schedule so
+  // far specialized for it, and its hint=2 twin where it has no hints: the
+  // full search's winners are such twins, which the final specialization
+  // would reach only after every batch.
+  void time_leaders_specialized(Backend backend, const ParamSpace& space, Timed& timed) {
+    time_specialized(backend, timed, [&](std::vector<TimedSchedule>& t, int64_t cols, SpecializedBuilds& builds) {
+      std::vector<Candidate> picked;
+      if (t.empty()) return picked;
+      const TimedSchedule& best = *std::min_element(t.begin(), t.end(), faster);
+      picked.push_back({backend, RowReductionTemplate::specialize(best.config, cols)});
+      add_hinted(space, &picked);
+      builds.add(picked);
+      return picked;
+    });
+  }
+
+  // Builds, verifies on rows of each timed length and times what `pick`
+  // chooses to specialize for it from a problem's timed schedules (each
+  // schedule once per length and per tune, so a guided search's early
+  // picks are not timed again at the end).
+  template <typename Pick>
+  void time_specialized(Backend backend, Timed& timed, Pick pick) {
     SpecializedBuilds builds(*task_.builder);
     std::map<int64_t, std::vector<Candidate>> twins;  // row length -> the schedules specialized for it
     for (size_t pi = 0; pi < problems_.size(); ++pi) {
       const int64_t cols = problems_[pi].domain.front();
       std::vector<Candidate>& list = twins[cols];
-      for (const Candidate& c : specialized_for(backend, space, timed[pi], cols, builds))
-        if (std::none_of(list.begin(), list.end(), [&](const Candidate& o) { return o.config == c.config; }))
+      for (const Candidate& c : pick(timed[pi], cols, builds))
+        if (specialized_.insert(c.config.to_string()).second)
           list.push_back(c);  // once, where two problems have one row length
     }
     for (const auto& [cols, list] : twins) {
@@ -561,7 +592,8 @@ class TuneRun {
   const Problem verify_problem_;
   std::vector<Problem> problems_;
   TuneSummary summary_;
-  BatchClock clock_;  // the search's current batch
+  BatchClock clock_;                 // the search's current batch
+  std::set<std::string> specialized_;  // specialized schedules timed (their `len` names the row length)
 };
 
 }  // namespace

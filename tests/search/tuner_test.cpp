@@ -565,5 +565,45 @@ TEST(Tuner, GuidedBatchHoldsAPickForEveryTimedShape) {
   EXPECT_EQ(schedules.size() % 6, 0u) << schedules.size() << " schedules";
 }
 
+// A guided row search times each length's fastest schedule of the first
+// batch specialized for that length right after it, and no schedule twice
+// at a shape (the final specialization skips what the early one timed).
+TEST(Tuner, GuidedRowSearchSpecializesTheFirstBatchsLeaders) {
+  ModelTuning t("layernorm", DType::kBF16, "sm_90", {{4096, 64}, {16384, 16}});
+  TunerOptions opt;
+  opt.guide = std::make_shared<CountingModel>(t.arch);
+  tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
+  const std::vector<TuningRecord> records = t.db->all();
+  std::vector<std::string> first_batch;  // the first guided_batch generic schedules, in the order timed
+  std::set<std::string> seen;            // shape and params
+  for (const auto& r : records) {
+    ASSERT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.error;
+    EXPECT_TRUE(seen.insert(r.shape + " " + r.params).second) << r.params << " timed twice at " << r.shape;
+    const bool generic = Config::parse(r.params).get_or("len", 0) == 0;
+    if (generic && first_batch.size() < opt.guided_batch &&
+        std::find(first_batch.begin(), first_batch.end(), r.params) == first_batch.end())
+      first_batch.push_back(r.params);
+  }
+  ASSERT_EQ(first_batch.size(), opt.guided_batch);
+  for (const auto& [shape, cols] : std::map<std::string, int64_t>{{"64x4096", 4096}, {"16x16384", 16384}}) {
+    SCOPED_TRACE(shape);
+    const TuningRecord* leader = nullptr;
+    for (const auto& r : records)
+      if (r.shape == shape && std::count(first_batch.begin(), first_batch.end(), r.params) &&
+          (!leader || r.median_us < leader->median_us))
+        leader = &r;
+    ASSERT_NE(leader, nullptr);
+    const std::string twin = RowReductionTemplate::specialize(Config::parse(leader->params), cols).to_string();
+    // Timed before any generic schedule of a later batch.
+    auto at = [&](auto pred) { return std::find_if(records.begin(), records.end(), pred) - records.begin(); };
+    const auto twin_at = at([&](const TuningRecord& r) { return r.shape == shape && r.params == twin; });
+    const auto second_batch_at = at([&](const TuningRecord& r) {
+      return Config::parse(r.params).get_or("len", 0) == 0 && !std::count(first_batch.begin(), first_batch.end(), r.params);
+    });
+    ASSERT_LT(twin_at, static_cast<long>(records.size())) << twin << " was not timed";
+    EXPECT_LT(twin_at, second_batch_at) << twin << " was timed after the second batch began";
+  }
+}
+
 }  // namespace
 }  // namespace fusekit
