@@ -116,13 +116,20 @@ std::vector<Config> ParamSpace::enumerate() const {
   if (domains_.empty()) return out;
   std::vector<std::vector<int64_t>> values;
   for (const auto& d : domains_) values.push_back(searched_values(d));
+  // One config stepped like an odometer: only the digits that turned are
+  // set again (a row space has about a million legal points).
+  Config c;
+  for (size_t i = 0; i < domains_.size(); ++i) c.set(domains_[i].name, values[i][0]);
   for (;;) {
-    Config c;
-    for (size_t i = 0; i < domains_.size(); ++i) c.set(domains_[i].name, values[i][idx[i]]);
     if (legal(c)) out.push_back(c);
     size_t k = 0;
-    while (k < idx.size() && ++idx[k] == values[k].size()) idx[k++] = 0;
+    while (k < idx.size() && ++idx[k] == values[k].size()) {
+      idx[k] = 0;
+      c.set(domains_[k].name, values[k][0]);
+      ++k;
+    }
     if (k == idx.size()) break;
+    c.set(domains_[k].name, values[k][idx[k]]);
   }
   return out;
 }

@@ -52,6 +52,9 @@ struct MeasureResult {
   // Which of the tuned problems this result is of (the Tuner's index; -1
   // when not one of them), so a strategy learns each time at its shape.
   int problem = -1;
+  // Which candidate of its batch this result is of (the Tuner's index; -1:
+  // the result's own position, where results and batch align).
+  int candidate = -1;
   // Filled from samples_us by summarize().
   double median_us = 0.0, p20_us = 0.0, p80_us = 0.0;
   void summarize();
@@ -92,11 +95,25 @@ class Measurer {
  public:
   virtual ~Measurer() = default;
   virtual const DeviceInfo& device() const = 0;
+  // Makes `problem`'s host data (seeded inputs, the CPU reference) ready
+  // for measure(), which otherwise does it itself: a tuner calls it first,
+  // so that its progress tells preparing a problem apart from running it.
+  virtual void prepare(const Workload& workload, const Problem& problem, const MeasureOptions& options) {}
   // Verifies each artifact against the reference (GPU measurers) and times it.
   virtual std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
                                              const std::vector<MeasureInput>& batch,
                                              const MeasureOptions& options) = 0;
 };
+
+// The batch index `results[position]` is of: its `candidate`, else its
+// position.
+inline size_t candidate_index(const std::vector<MeasureResult>& results, size_t position) {
+  const int c = results[position].candidate;
+  return c >= 0 ? static_cast<size_t>(c) : position;
+}
+// How many candidates `results` speak of (each once, however many problems
+// timed it).
+size_t candidates_in(const std::vector<MeasureResult>& results);
 
 // Proposes candidates; learns from results.
 class SearchStrategy {
@@ -104,6 +121,12 @@ class SearchStrategy {
   virtual ~SearchStrategy() = default;
   // Up to `max` candidates not proposed before; empty when exhausted.
   virtual std::vector<Candidate> next_batch(size_t max) = 0;
+  // Per candidate of the last batch, the tuned problems (indices) to time it
+  // at, an empty list meaning every one; an empty result: every candidate
+  // at every problem.
+  virtual std::vector<std::vector<int>> batch_problems() const { return {}; }
+  // Every outcome of the batch: one per candidate and timed problem, each
+  // naming its candidate (MeasureResult::candidate) and problem.
   virtual void notify(const std::vector<Candidate>& batch, const std::vector<MeasureResult>& results) = 0;
 };
 
@@ -112,6 +135,7 @@ class StopCondition {
  public:
   virtual ~StopCondition() = default;
   virtual bool is_fulfilled() const = 0;
+  // A batch's outcomes, as SearchStrategy::notify takes them.
   virtual void update(const std::vector<MeasureResult>& results) = 0;
 };
 
@@ -140,18 +164,33 @@ std::unique_ptr<SearchStrategy> make_seeded_random_strategy(std::vector<Candidat
                                                             size_t ranked_budget = 0);
 std::unique_ptr<StopCondition> make_count_stop(size_t max_candidates);
 struct GuidedOptions {
-  size_t explore = 1;   // seeded random picks from the whole space per batch
+  size_t explore = 1;   // seeded random picks from the whole space per batch, timed at every problem
   size_t pool = 4096;   // schedules the model ranks: the whole space where smaller, else a seeded draw
   size_t grow = 64;     // schedules one parameter away from a new best that join the pool
   std::vector<Config> seeds;  // in the pool whatever the draw (the template's seeds, spelled as the space's)
+  // 0: the model's picks are shared, each timed at every problem. N: each
+  // problem is a task of its own (as MetaSchedule's task scheduler has
+  // them): its N favourites per batch, timed at the problems that picked
+  // them only, until `patience` of its batches in a row improved its best by
+  // no more than that best's spread (at least `min_gain`).
+  size_t picks_per_problem = 0;
+  size_t patience = 2;
+  double min_gain = 0.01;
 };
 // Model-guided search (search/guided_strategy.cpp): each batch is the
 // `batch - explore` unproposed candidates of the pool `model` predicts
-// fastest (round robin over `problems`) and `explore` random others;
-// notify() feeds every timed result to model.update, so the next batch is
-// ranked by what was measured, and adds the neighbours of each problem's
-// new best to the pool. `model` must outlive the strategy.
+// fastest (round robin over `problems`; or, with picks_per_problem, each
+// problem's own) and `explore` random others; notify() feeds every timed
+// result to model.update, so the next batch is ranked by what was
+// measured, and adds the neighbours of each problem's new best to the pool.
+// `model` must outlive the strategy.
 std::unique_ptr<SearchStrategy> make_guided_strategy(std::vector<Candidate> space, CostModel& model,
+                                                     std::vector<Problem> problems, size_t bytes_per_element,
+                                                     const GuidedOptions& options, uint64_t seed);
+// The same over a space too large to list: the pool and the random picks
+// are drawn (ParamSpace::sample until legal), a best's neighbours made by
+// changing one parameter.
+std::unique_ptr<SearchStrategy> make_guided_strategy(const ParamSpace& space, Backend backend, CostModel& model,
                                                      std::vector<Problem> problems, size_t bytes_per_element,
                                                      const GuidedOptions& options, uint64_t seed);
 // Ends a search after `max_candidates`, or after a batch (once `min_batches`

@@ -9,17 +9,24 @@ class LocalMeasurer final : public Measurer {
   explicit LocalMeasurer(std::unique_ptr<DeviceExecutor> executor) : executor_(std::move(executor)) {}
   const DeviceInfo& device() const override { return executor_->device(); }
 
+  void prepare(const Workload& workload, const Problem& problem, const MeasureOptions& options) override {
+    host_of(workload, problem, options);
+  }
+
   std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
                                      const std::vector<MeasureInput>& batch, const MeasureOptions& options) override {
-    const std::string key = host_problem_key(workload, problem, options.seed);
-    const HostProblem* host = problems_.find(key);
-    if (!host) host = &problems_.put(prepare_host_problem(workload, problem, options.seed));
+    const HostProblem* host = &host_of(workload, problem, options);
     std::vector<const KernelArtifact*> kernels;
     for (const auto& in : batch) kernels.push_back(in.artifact);
     return executor_->run(*host, kernels, options, {});
   }
 
  private:
+  const HostProblem& host_of(const Workload& workload, const Problem& problem, const MeasureOptions& options) {
+    const HostProblem* host = problems_.find(host_problem_key(workload, problem, options.seed));
+    return host ? *host : problems_.put(prepare_host_problem(workload, problem, options.seed));
+  }
+
   std::unique_ptr<DeviceExecutor> executor_;
   HostProblemCache problems_;
 };

@@ -173,11 +173,17 @@ class WorkerMeasurer final : public Measurer {
   const DeviceInfo& device() const override { return info_; }
   int count() const { return count_; }
 
+  void prepare(const Workload& workload, const Problem& problem, const MeasureOptions& options) override {
+    host_ = &host_of(workload, problem, options);
+    if (!worker_) start();
+    if (send_problem()) return;
+    if (notice_) notice_("measuring worker restarted: it " + worker_->reap() + " before it took the problem");
+    worker_.reset();
+  }
+
   std::vector<MeasureResult> measure(const Workload& workload, const Problem& problem,
                                      const std::vector<MeasureInput>& batch, const MeasureOptions& options) override {
-    const std::string key = host_problem_key(workload, problem, options.seed);
-    host_ = problems_.find(key);
-    if (!host_) host_ = &problems_.put(prepare_host_problem(workload, problem, options.seed));
+    host_ = &host_of(workload, problem, options);
     std::vector<MeasureResult> out(batch.size());
     std::vector<size_t> left(batch.size());
     for (size_t i = 0; i < left.size(); ++i) left[i] = i;
@@ -236,15 +242,25 @@ class WorkerMeasurer final : public Measurer {
     return a;
   }
 
+  const HostProblem& host_of(const Workload& workload, const Problem& problem, const MeasureOptions& options) {
+    const HostProblem* host = problems_.find(host_problem_key(workload, problem, options.seed));
+    return host ? *host : problems_.put(prepare_host_problem(workload, problem, options.seed));
+  }
+
+  // Sends host_ to the worker unless it holds it; false if the worker died.
+  bool send_problem() {
+    if (worker_holds_.holds(host_->key)) return true;
+    Writer w;
+    write_problem(w, *host_);
+    if (!write_frame(worker_->to(), WireTag::kProblem, w.data())) return false;
+    worker_holds_.add(host_->key, host_problem_bytes(*host_));
+    return true;
+  }
+
   Attempt attempt(const std::vector<MeasureInput>& batch, const std::vector<size_t>& left,
                   const MeasureOptions& options) {
-    if (!worker_holds_.holds(host_->key)) {
-      Writer w;
-      write_problem(w, *host_);
-      if (!write_frame(worker_->to(), WireTag::kProblem, w.data()))
-        return lost(-1, RecordStatus::kFault, "the measuring worker " + worker_->reap() + " before it took the problem");
-      worker_holds_.add(host_->key, host_problem_bytes(*host_));
-    }
+    if (!send_problem())
+      return lost(-1, RecordStatus::kFault, "the measuring worker " + worker_->reap() + " before it took the problem");
     Writer w;
     write_options(w, options);
     w.str(host_->key);

@@ -26,7 +26,7 @@ class CountStop final : public StopCondition {
  public:
   explicit CountStop(size_t max) : max_(max) {}
   bool is_fulfilled() const override { return seen_ >= max_; }
-  void update(const std::vector<MeasureResult>& results) override { seen_ += results.size(); }
+  void update(const std::vector<MeasureResult>& results) override { seen_ += candidates_in(results); }
 
  private:
   size_t max_;
@@ -34,6 +34,13 @@ class CountStop final : public StopCondition {
 };
 
 }  // namespace
+
+size_t candidates_in(const std::vector<MeasureResult>& results) {
+  std::vector<size_t> seen;
+  for (size_t i = 0; i < results.size(); ++i) seen.push_back(candidate_index(results, i));
+  std::sort(seen.begin(), seen.end());
+  return static_cast<size_t>(std::unique(seen.begin(), seen.end()) - seen.begin());
+}
 
 std::unique_ptr<SearchStrategy> make_exhaustive_strategy(std::vector<Candidate> space) {
   return std::make_unique<ListStrategy>(std::move(space));

@@ -175,29 +175,54 @@ class SpecializedBuilds {
 struct BatchRun {
   const std::vector<Candidate>& candidates;
   const std::vector<BuildResult>& built;
+  // Per candidate, the tuned problems to time it at (an empty list, or none
+  // given: every one).
+  const std::vector<std::vector<int>>& where;
   std::vector<TuningRecord> records;
-  std::vector<MeasureResult> results;  // pruned until a timed size runs it
+  std::vector<MeasureResult> outcomes;  // per candidate and timed problem, or its failure
+  std::vector<bool> reached;            // per candidate: has an outcome
+
+  bool times_at(size_t i, size_t problem) const {
+    if (i >= where.size() || where[i].empty()) return true;
+    return std::find(where[i].begin(), where[i].end(), static_cast<int>(problem)) != where[i].end();
+  }
+  void add(size_t i, MeasureResult m) {
+    m.candidate = static_cast<int>(i);
+    outcomes.push_back(std::move(m));
+    reached[i] = true;
+  }
 };
+
+// A space with more raw points than this is drawn from by a guided search,
+// not listed (listing checks every raw point).
+constexpr uint64_t kListedSpace = uint64_t{1} << 16;
 
 bool faster(const TimedSchedule& a, const TimedSchedule& b) { return a.us < b.us; }
 
 // Where a batch's wall time went, for the progress line: a user whose tune
 // is slow sees whether building, verifying or timing is why.
 struct BatchClock {
-  double build_s = 0, verify_s = 0, time_s = 0;
+  double build_s = 0, problems_s = 0, verify_s = 0, time_s = 0;
+  // Runs `f`, adding its time to `*into` less what preparing problems
+  // (problems_s) took inside it.
   template <typename F>
-  static auto timed(double* into, F&& f) {
-    const auto start = std::chrono::steady_clock::now();
+  auto timed(double* into, F&& f) {
     struct Add {
+      BatchClock& clock;
       double* into;
-      std::chrono::steady_clock::time_point start;
-      ~Add() { *into += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
-    } add{into, start};
+      double problems_before = clock.problems_s;
+      std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+      ~Add() {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        *into += s - (clock.problems_s - problems_before);
+      }
+    } add{*this, into};
     return f();
   }
   std::string text() const {
-    char t[120];
-    std::snprintf(t, sizeof(t), " (build %.1f s, verify %.1f s, time %.1f s)", build_s, verify_s, time_s);
+    char t[160];
+    std::snprintf(t, sizeof(t), " (build %.1f s, problems %.1f s, verify %.1f s, time %.1f s)", build_s, problems_s,
+                  verify_s, time_s);
     return t;
   }
 };
@@ -241,9 +266,11 @@ class TuneRun {
     }
     ParamSpace space =
         template_space(task_.kind, arch_, backend, static_cast<int>(elem_bytes_), task_.cached_inputs, task_.traits);
+    const bool drawn = options_.guide && space.raw_size() > kListedSpace;
     std::vector<Candidate> all;
-    for (auto& c : space.enumerate()) all.push_back({backend, c});
-    if (all.empty()) {
+    if (!drawn)
+      for (auto& c : space.enumerate()) all.push_back({backend, std::move(c)});
+    if (space.domains().empty() || (!drawn && all.empty())) {
       progress(std::string(backend_name(backend)) + ": no schedule template for this kind of op; skipped");
       return;
     }
@@ -255,24 +282,28 @@ class TuneRun {
       time_row_specializations(backend, space, timed);
   }
 
-  // The search over `all` until its stop condition; per timed problem, the
-  // verified generic schedules and their times.
+  // The search over `all` (or, empty, the space drawn from) until its stop
+  // condition; per timed problem, the verified generic schedules and their
+  // times.
   Timed search(Backend backend, const ParamSpace& space, const std::vector<Candidate>& all) {
-    const size_t budget = std::min(options_.budget, all.size());
+    const size_t budget = all.empty() ? options_.budget : std::min(options_.budget, all.size());
     std::unique_ptr<SearchStrategy> strategy = make_strategy(backend, space, all, budget);
-    std::unique_ptr<StopCondition> stop = options_.guide ? make_plateau_stop(budget, 1, 0.01) : make_count_stop(budget);
-    // A guided batch holds every timed shape's favourite beside its random
+    std::unique_ptr<StopCondition> stop = make_stop(budget);
+    // A guided batch holds every timed shape's favourites beside its random
     // picks, so no shape waits a batch for its first model-ranked schedule.
     const size_t batch_size =
-        options_.guide ? std::max(options_.guided_batch, problems_.size() + options_.guided.explore) : options_.batch;
+        per_problem() ? problems_.size() * options_.guided.picks_per_problem + options_.guided.explore
+        : options_.guide ? std::max(options_.guided_batch, problems_.size() + options_.guided.explore)
+                         : options_.batch;
     Timed timed(problems_.size());
     size_t done = 0;
     while (!stop->is_fulfilled()) {
       std::vector<Candidate> batch = strategy->next_batch(batch_size);
       if (batch.empty()) break;
+      const std::vector<std::vector<int>> where = strategy->batch_problems();
       clock_ = BatchClock{};
-      const std::vector<BuildResult> built = BatchClock::timed(&clock_.build_s, [&] { return task_.builder->build(batch); });
-      const std::vector<MeasureResult> results = run_batch(backend, batch, built, verify_problem_, &timed);
+      const std::vector<BuildResult> built = clock_.timed(&clock_.build_s, [&] { return task_.builder->build(batch); });
+      const std::vector<MeasureResult> results = run_batch(backend, batch, built, verify_problem_, &timed, where);
       strategy->notify(batch, results);
       stop->update(results);
       if (done == 0 && options_.guide && task_.kind == TemplateKind::kRowReduction && dev_.measured &&
@@ -298,6 +329,7 @@ class TuneRun {
     if (options_.guide) {
       GuidedOptions guided = options_.guided;
       for (const Candidate& c : seeds_for(backend, space)) guided.seeds.push_back(c.config);
+      if (all.empty()) return make_guided_strategy(space, backend, *options_.guide, problems_, elem_bytes_, guided, seed);
       return make_guided_strategy(all, *options_.guide, problems_, elem_bytes_, guided, seed);
     }
     if (all.size() <= options_.budget) return make_exhaustive_strategy(all);
@@ -306,6 +338,16 @@ class TuneRun {
     const std::vector<Candidate> ranked =
         dev_.measured ? model_ranking(all, problems_, elem_bytes_, arch_) : std::vector<Candidate>{};
     return make_seeded_random_strategy(all, seeds, options_.budget, seed, ranked, (budget - seeds_taken) / 2);
+  }
+
+  bool per_problem() const { return options_.guide && options_.guided.picks_per_problem > 0; }
+
+  // A guided search whose problems each retire on their own plateau ends
+  // when all have (or at the budget); one whose picks are shared ends on the
+  // first batch that improves no problem.
+  std::unique_ptr<StopCondition> make_stop(size_t budget) const {
+    if (!options_.guide || per_problem()) return make_count_stop(budget);
+    return make_plateau_stop(budget, 1, options_.guided.min_gain);
   }
 
   // The template's seeds spelled as the space enumerates them (parameters
@@ -326,9 +368,9 @@ class TuneRun {
   // on each problem it can run and commits every outcome. Adds each
   // verified time to `timed` (per problem) when given.
   std::vector<MeasureResult> run_batch(Backend backend, const std::vector<Candidate>& batch,
-                                       const std::vector<BuildResult>& built, const Problem& verify, Timed* timed) {
-    BatchRun b{batch, built, {}, std::vector<MeasureResult>(batch.size())};
-    for (MeasureResult& m : b.results) m.status = RecordStatus::kPruned;
+                                       const std::vector<BuildResult>& built, const Problem& verify, Timed* timed,
+                                       const std::vector<std::vector<int>>& where = {}) {
+    BatchRun b{batch, built, where, {}, {}, std::vector<bool>(batch.size(), false)};
     std::vector<size_t> alive;  // candidates still in the running
     for (size_t i = 0; i < batch.size(); ++i) {
       if (built[i].ok) {
@@ -341,13 +383,19 @@ class TuneRun {
       record_failure(b, i, "any", "any", m);
     }
     if (dev_.measured && !alive.empty())
-      alive = BatchClock::timed(&clock_.verify_s, [&] { return verify_on_odd_shapes(backend, b, alive, verify); });
+      alive = clock_.timed(&clock_.verify_s, [&] { return verify_on_odd_shapes(backend, b, alive, verify); });
     // Problem-major, so each problem's data and reference are prepared once.
-    BatchClock::timed(&clock_.time_s, [&] {
+    clock_.timed(&clock_.time_s, [&] {
       for (size_t pi = 0; pi < problems_.size(); ++pi) time_on_problem(backend, b, alive, pi, timed);
     });
     summary_.records += db_.commit(b.records);
-    return b.results;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (b.reached[i]) continue;
+      MeasureResult pruned;  // no timed size could run it
+      pruned.status = RecordStatus::kPruned;
+      b.add(i, pruned);
+    }
+    return b.outcomes;
   }
 
   // Every candidate must also be right on an odd shape (GPU only), grouped
@@ -363,6 +411,7 @@ class TuneRun {
     std::vector<size_t> passed;
     for (const auto& [domain, idx] : groups) {
       const Problem shape = domain == verify.domain ? verify : wl_.problem(domain);
+      prepare(shape);
       std::vector<MeasureResult> v = measurer_.measure(wl_, shape, inputs_of(b, idx), vo);
       for (size_t k = 0; k < idx.size(); ++k) {
         if (v[k].status == RecordStatus::kOk) passed.push_back(idx[k]);
@@ -379,11 +428,13 @@ class TuneRun {
     const Problem& p = problems_[pi];
     std::vector<size_t> run;
     for (size_t i : alive) {
+      if (!b.times_at(i, pi)) continue;
       if (template_size_violation(task_.kind, b.candidates[i].config, backend, p.elements(), p.domain.front()).empty())
         run.push_back(i);
       else ++summary_.pruned;
     }
     if (run.empty()) return;
+    prepare(p);
     std::vector<MeasureResult> ms = measurer_.measure(wl_, p, inputs_of(b, run), options_.measure);
     for (size_t k = 0; k < run.size(); ++k) {
       const size_t i = run[k];
@@ -394,9 +445,18 @@ class TuneRun {
       else ++summary_.failed;
       if (timed && m.status == RecordStatus::kOk)
         (*timed)[pi].push_back({m.median_us, b.candidates[i].config, resident_warps(arch_, b.built[i].artifact)});
-      b.results[i] = m;
-      b.results[i].problem = static_cast<int>(pi);
+      MeasureResult outcome = m;
+      outcome.problem = static_cast<int>(pi);
+      b.add(i, std::move(outcome));
     }
+  }
+
+  // The problem's host data, timed apart from the phase it serves.
+  void prepare(const Problem& p) {
+    const auto start = std::chrono::steady_clock::now();
+    measurer_.prepare(wl_, p, options_.measure);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    clock_.problems_s += s;
   }
 
   static std::vector<MeasureInput> inputs_of(const BatchRun& b, const std::vector<size_t>& idx) {
@@ -413,7 +473,7 @@ class TuneRun {
     r.error = m.error;
     r.verify_error = m.verify_error;
     b.records.push_back(r);
-    b.results[i] = m;
+    b.add(i, m);
     ++summary_.failed;
   }
 
@@ -450,7 +510,9 @@ class TuneRun {
   // with it too (docs/architecture.md, "Decisions and findings").
   void time_hint_twins(Backend backend, const ParamSpace& space, Timed& timed) {
     std::vector<Candidate> hinted;
-    for (std::vector<TimedSchedule>& t : timed) {
+    std::vector<std::vector<int>> where;  // per twin, the problems whose fastest it twins
+    for (size_t pi = 0; pi < timed.size(); ++pi) {
+      std::vector<TimedSchedule>& t = timed[pi];
       std::stable_sort(t.begin(), t.end(), faster);
       size_t taken = 0;
       for (size_t k = 0; k < t.size() && taken < options_.hint_twins; ++k) {
@@ -458,12 +520,20 @@ class TuneRun {
         ++taken;
         const std::optional<Config> twin = hint2_twin(t[k].config, space);
         auto same = [&](const auto& o) { return o.config == *twin; };
-        if (twin && std::none_of(t.begin(), t.end(), same) && std::none_of(hinted.begin(), hinted.end(), same))
+        if (!twin || std::any_of(t.begin(), t.end(), same)) continue;
+        const size_t j = static_cast<size_t>(std::find_if(hinted.begin(), hinted.end(), same) - hinted.begin());
+        if (j == hinted.size()) {
           hinted.push_back({backend, *twin});
+          where.emplace_back();
+        }
+        where[j].push_back(static_cast<int>(pi));
       }
     }
     if (hinted.empty()) return;
-    run_batch(backend, hinted, task_.builder->build(hinted), verify_problem_, nullptr);
+    // A per-problem guided search times a twin where its parent is fastest
+    // only; the others, at every size.
+    if (!per_problem()) where.clear();
+    run_batch(backend, hinted, task_.builder->build(hinted), verify_problem_, nullptr, where);
     progress("nvrtc: " + std::to_string(hinted.size()) + " of the fastest schedules also with hint=2");
   }
 

@@ -34,8 +34,10 @@ class FakeModel final : public CostModel {
     std::vector<double> out;
     predict_sizes.push_back(batch.size());
     predicted.clear();
+    predicted_configs.clear();
     for (const auto& c : batch) {
       predicted.insert(c.config.get("i"));
+      predicted_configs.insert(c.config.to_string());
       auto it = learned.find({p.shape_text, c.config.get("i")});
       out.push_back(it != learned.end() ? it->second : static_cast<double>(c.config.get("i")));
     }
@@ -49,6 +51,7 @@ class FakeModel final : public CostModel {
   int updates = 0;
   mutable std::vector<size_t> predict_sizes;  // candidates per predict call
   mutable std::set<int64_t> predicted;        // the last call's
+  mutable std::set<std::string> predicted_configs;
 };
 
 std::vector<int64_t> ids(const std::vector<Candidate>& b) {
@@ -150,6 +153,99 @@ TEST(GuidedStrategy, ANewBestBringsItsNeighboursIntoThePool) {
   for (int64_t i = best / 10 * 10; i < best / 10 * 10 + 10; ++i)
     if (i != best && i != b[0].config.get("i")) EXPECT_EQ(model.predicted.count(i), 1u) << i << " near " << best;
   EXPECT_LE(model.predicted.size(), 3u + 9u) << "the pool's other three and the new best's nine neighbours";
+}
+
+// Per-problem picks: each problem's favourite, timed at that problem only,
+// beside one random pick timed everywhere.
+TEST(GuidedStrategy, EachProblemTimesItsOwnFavourite) {
+  FakeModel model;
+  model.learned[{"4096", 5}] = -1;  // the second problem favours 5, the first 0
+  GuidedOptions o;
+  o.picks_per_problem = 1;
+  auto s = make_guided_strategy(space(20), model, {problem(1024), problem(4096)}, 4, o, 7);
+  const auto b = ids(s->next_batch(3));
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(std::vector<int64_t>(b.begin(), b.begin() + 2), (std::vector<int64_t>{0, 5}));
+  EXPECT_EQ(s->batch_problems(), (std::vector<std::vector<int>>{{0}, {1}, {}}));
+  // 0 was timed at the first problem only: it is the second's next favourite.
+  const auto b2 = ids(s->next_batch(3));
+  ASSERT_EQ(b2.size(), 3u);
+  EXPECT_EQ(b2[0], b[2] == 1 ? 2 : 1) << "the first problem's next, past the random pick it timed";
+  EXPECT_EQ(b2[1], 0);
+  EXPECT_EQ(s->batch_problems()[0], std::vector<int>{0});
+  EXPECT_EQ(s->batch_problems()[1], std::vector<int>{1});
+}
+
+// A favourite two problems share is one candidate timed at both.
+TEST(GuidedStrategy, ASharedFavouriteIsTimedAtBothProblems) {
+  FakeModel model;
+  GuidedOptions o;
+  o.picks_per_problem = 1, o.explore = 0;
+  auto s = make_guided_strategy(space(20), model, {problem(1024), problem(4096)}, 4, o, 7);
+  EXPECT_EQ(ids(s->next_batch(2)), std::vector<int64_t>{0});
+  EXPECT_EQ(s->batch_problems(), (std::vector<std::vector<int>>{{0, 1}}));
+}
+
+// A problem retires after `patience` of its batches in a row that did not
+// beat its best by more than the best's spread; the search ends when all have.
+TEST(GuidedStrategy, AProblemThatStopsImprovingRetires) {
+  FakeModel model;
+  GuidedOptions o;
+  o.picks_per_problem = 1, o.explore = 0, o.patience = 2;
+  auto s = make_guided_strategy(space(20), model, {problem(1024), problem(4096)}, 4, o, 7);
+  auto round = [&](double us0, double us1) {
+    const auto b = s->next_batch(2);
+    std::vector<MeasureResult> results;
+    const auto where = s->batch_problems();
+    for (size_t k = 0; k < b.size(); ++k)
+      for (int p : where[k]) {
+        MeasureResult m = timed(p == 0 ? us0 : us1, p, 0.02);
+        m.candidate = static_cast<int>(k);
+        results.push_back(m);
+      }
+    s->notify(b, results);
+    return where;
+  };
+  round(10, 10);   // first times: progress at both
+  round(9, 10.1);  // problem 0 improves beyond 2 %; problem 1 does not (1)
+  round(9, 10);    // neither (0: 1, 1: 2, retired)
+  const auto where = round(8.9, 1);
+  ASSERT_EQ(where.size(), 1u) << "only problem 0 still picks";
+  EXPECT_EQ(where[0], std::vector<int>{0});
+  EXPECT_TRUE(s->next_batch(2).empty()) << "problem 0 had its second batch without a gain beyond its spread";
+}
+
+// A space too large to list: the pool is drawn (legal schedules only), the
+// seeds join it, and a new best brings its legal neighbours.
+TEST(GuidedStrategy, DrawsFromASpaceTooLargeToList) {
+  ParamSpace space;
+  std::vector<int64_t> values;
+  for (int v = 0; v < 100; ++v) values.push_back(v);
+  space.add("i", values);
+  space.add("k", values);
+  space.require("i + k divisible by 3", [](const Config& c) { return (c.get("i") + c.get("k")) % 3 == 0; });
+  FakeModel model;
+  GuidedOptions o;
+  o.pool = 40, o.grow = 1000, o.explore = 1, o.picks_per_problem = 1;
+  o.seeds = {Config::parse("i=98 k=97")};
+  auto s = make_guided_strategy(space, Backend::kNvrtc, model, {problem(1024)}, 4, o, 11);
+  const auto b = s->next_batch(2);
+  ASSERT_EQ(b.size(), 2u);
+  ASSERT_EQ(model.predict_sizes.size(), 1u);
+  EXPECT_EQ(model.predict_sizes[0], 41u) << "the drawn pool and the seed";
+  EXPECT_EQ(model.predicted.count(98), 1u);
+  for (const auto& c : b) EXPECT_TRUE(space.legal(c.config)) << c.config.to_string();
+  s->notify(b, {timed(5, 0), timed(4, 0)});  // the random pick is the new best
+  s->next_batch(2);
+  const Config best = b[1].config;
+  for (int v = 0; v < 100; ++v)
+    for (const char* name : {"i", "k"}) {
+      Config n = best;
+      n.set(name, v);
+      if (n == best || !space.legal(n) || n == b[0].config) continue;
+      EXPECT_EQ(model.predicted_configs.count(n.to_string()), 1u) << n.to_string() << " near " << best.to_string();
+    }
+  for (const std::string& c : model.predicted_configs) EXPECT_TRUE(space.legal(Config::parse(c))) << c;
 }
 
 TEST(PlateauStop, StopsAfterABatchThatImprovesNothingBeyondItsSpread) {
