@@ -213,6 +213,7 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::clone() const {
   copy->arch_ = arch_;
   copy->seen_ = seen_;
   copy->seen_problems_ = seen_problems_;
+  copy->stale_ = stale_;
   return copy;
 }
 
@@ -224,6 +225,7 @@ bool LearnedCostModel::knows_arch() const {
 
 std::vector<float> LearnedCostModel::predict_rows(const std::vector<std::vector<float>>& rows) const {
   if (rows.empty()) return {};
+  refit();
   Matrix m(rows, nullptr);
   bst_ulong len = 0;
   const float* out = nullptr;
@@ -254,7 +256,12 @@ void LearnedCostModel::update(const Problem& problem, size_t bytes_per_element, 
     if (measured_us[i] > 0)
       seen_.push_back({features(problem, bytes_per_element, batch[i]),
                        static_cast<float>(std::log(measured_us[i] / floor_us)), 1.0f, problem_group(problem)});
-  if (seen_.empty()) return;
+  stale_ = stale_ || !seen_.empty();
+}
+
+void LearnedCostModel::refit() const {
+  if (!stale_) return;
+  stale_ = false;
   set_params(booster_, options_, true);
   boost(booster_, *training_matrix(seen_, options_), options_.update_rounds);
 }
@@ -266,6 +273,7 @@ uint32_t LearnedCostModel::problem_group(const Problem& problem) {
 }
 
 void LearnedCostModel::save(const std::string& path) const {
+  refit();
   nlohmann::json j;
   j["format"] = kFormat;
   j["feature_schema"] = info_.feature_schema;

@@ -101,8 +101,10 @@ class LearnedCostModel final : public CostModel {
   std::vector<float> predict_rows(const std::vector<std::vector<float>>& rows) const;
   std::vector<double> predict(const Problem& problem, size_t bytes_per_element,
                               const std::vector<Candidate>& batch) const override;
-  // Adds the times to what updates have seen and boosts update_rounds more
-  // trees on all of it (for the rest of this search; save() keeps them).
+  // Adds the times to what updates have seen; the next prediction (or
+  // save) first boosts update_rounds more trees on all of it, once however
+  // many problems' updates came in between (for the rest of this search;
+  // save() keeps them).
   void update(const Problem& problem, size_t bytes_per_element, const std::vector<Candidate>& batch,
               const std::vector<double>& measured_us) override;
 
@@ -115,8 +117,11 @@ class LearnedCostModel final : public CostModel {
   SchedulePrior prior_;
   // The group of a problem's samples among those updates have seen.
   uint32_t problem_group(const Problem& problem);
+  // Boosts the trees that updates since the last refit asked for.
+  void refit() const;
 
   std::vector<CostSample> seen_;
+  mutable bool stale_ = false;  // updates arrived since the last boost
   std::map<std::string, uint32_t> seen_problems_;
 };
 
