@@ -105,6 +105,26 @@ TEST(WorkerMeasurer, RecordsAHangAndADeathAndMeasuresTheRestOnANewWorker) {
   EXPECT_EQ(again.at(0).median_us, r[3].median_us);
 }
 
+// prepare() computes a problem and hands it to the worker ahead of
+// measure(), also to the worker started after one died.
+TEST(WorkerMeasurer, APreparedProblemIsMeasuredAlsoByARestartedWorker) {
+  auto measurer = make_worker_measurer(fake_worker());
+  auto wl = make_candidate_workload(find_pattern("relu_add"), DType::kF32);
+  const Problem p = wl->problem({4096});
+  const std::vector<KernelArtifact> arts = {named("fk_a"), named("fk_test_abort_b")};
+  std::vector<Candidate> cands(arts.size());
+  MeasureOptions o;
+  o.min_samples = 3;
+  measurer->prepare(*wl, p, o);
+  const auto first = measurer->measure(*wl, p, {{&cands[0], &arts[0]}}, o);
+  ASSERT_EQ(first.at(0).status, RecordStatus::kOk) << first.at(0).error;
+  EXPECT_EQ(measurer->measure(*wl, p, {{&cands[1], &arts[1]}}, o).at(0).status, RecordStatus::kFault);
+  measurer->prepare(*wl, p, o);
+  const auto again = measurer->measure(*wl, p, {{&cands[0], &arts[0]}}, o);
+  EXPECT_EQ(again.at(0).status, RecordStatus::kOk) << again.at(0).error;
+  EXPECT_EQ(again.at(0).median_us, first.at(0).median_us);
+}
+
 TEST(WorkerMeasurer, ANoDeviceWorkerIsAUserErrorWithItsReason) {
   setenv("FUSEKIT_TEST_FAKE_GPUS", "2", 1);
   try {
