@@ -34,6 +34,15 @@ double top_k_regret(const std::vector<double>& predicted, const std::vector<doub
   return best_pick / *std::min_element(us.begin(), us.end()) - 1.0;
 }
 
+// How much slower `pick` is than `best` beyond both their run-to-run
+// spreads: its p20 over the best's p80, minus one, at least 0 (a record
+// without percentiles counts its median for both).
+double beyond_spread(const MeasuredSchedule& pick, const MeasuredSchedule& best) {
+  const double low = pick.p20_us > 0 ? pick.p20_us : pick.us;
+  const double high = best.p80_us > 0 ? best.p80_us : best.us;
+  return std::max(0.0, (low - high) / best.us);
+}
+
 // Candidates timed, in `predicted`'s order, until one is within `within`.
 double order_count(const std::vector<double>& predicted, const std::vector<double>& us, double within) {
   std::vector<size_t> order(us.size());
@@ -186,8 +195,11 @@ GroupEval evaluate_group(const std::vector<MeasuredSchedule>& schedules, EvalSam
   g.group = first.group();
   g.schedules = idx.size();
   g.learned_top1 = top_k_regret(learned, us, 1);
-  g.learned_pick = group[std::min_element(learned.begin(), learned.end()) - learned.begin()].params;
-  g.best = group[std::min_element(us.begin(), us.end()) - us.begin()].params;
+  const MeasuredSchedule& pick = group[std::min_element(learned.begin(), learned.end()) - learned.begin()];
+  const MeasuredSchedule& fastest = group[std::min_element(us.begin(), us.end()) - us.begin()];
+  g.learned_pick = pick.params;
+  g.best = fastest.params;
+  g.learned_top1_beyond_spread = beyond_spread(pick, fastest);
   g.learned_top8 = top_k_regret(learned, us, 8);
   g.analytic_top1 = top_k_regret(analytic, us, 1);
   g.analytic_top8 = top_k_regret(analytic, us, 8);
@@ -259,6 +271,7 @@ nlohmann::json summarize_eval(const std::vector<GroupEval>& groups) {
     for (const std::string& kind : {g.kind, pooled}) {
       auto& m = by[g.holdout][kind];
       m["learned_top1"].push_back(g.learned_top1);
+      m["learned_top1_beyond_spread"].push_back(g.learned_top1_beyond_spread);
       m["learned_top8"].push_back(g.learned_top8);
       m["analytic_top1"].push_back(g.analytic_top1);
       m["analytic_top8"].push_back(g.analytic_top8);
@@ -275,7 +288,8 @@ nlohmann::json summarize_eval(const std::vector<GroupEval>& groups) {
     for (const auto& [kind, m] : kinds) {
       nlohmann::json k;
       k["groups"] = m.at("learned_top1").size();
-      for (const char* r : {"learned_top1", "learned_top8", "analytic_top1", "analytic_top8", "stop_regret"})
+      for (const char* r : {"learned_top1", "learned_top1_beyond_spread", "learned_top8", "analytic_top1",
+                            "analytic_top8", "stop_regret"})
         k["regret"][r] = stats(m.at(r));
       for (const char* c : {"guided", "guided_static", "analytic_order", "random_order", "stop_after"})
         k["timed_to_within"][c] = counts(m.at(c));
