@@ -37,17 +37,19 @@ po::options_description cmd_tune_options() {
       ("specialize", po::value<int>()->default_value(2),
        "row reductions on a GPU: build each timed row length's N fastest schedules, its N fastest whose "
        "cached row fits it exactly, and of its 4N fastest N others that fit more warps per SM so built, again for "
-       "that length (len=L) and time them too; 0: generic schedules only (default 1 with --search guided, which "
-       "also specializes each length's first leader early)")
+       "that length (len=L) and time them too; 0: generic schedules only")
       ("hint-twins", po::value<int>()->default_value(3),
        "pointwise ops on a GPU: time each size's N fastest NVRTC schedules without load hints again with "
        "hint=2 (evict_last loads; sm_80+); 0: off")
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("search", po::value<std::string>()->default_value("sample"),
-       "sample: the seeds, the analytic model's favourites and a random sample, `budget` of them; guided: per "
-       "batch each timed shape's favourite of the cost model, timed at that shape, and one random schedule timed "
-       "at every shape, the model retrained between batches, until each shape has gone two batches without a "
-       "gain beyond its spread (or `budget`)")
+       "sample: the seeds, the analytic model's favourites and a random sample, `budget` of them; guided: the "
+       "cost model's favourites of every timed shape and one random schedule per batch, retrained between "
+       "batches, until a batch improves no shape beyond its spread (or `budget`)")
+      ("guided-picks", po::value<int>()->default_value(0),
+       "--search guided: 0, the favourites are shared, each timed at every shape; N, each shape's own N "
+       "favourites per batch, timed at that shape, until two of its batches gain nothing (fewer timings; on the "
+       "H200 its layernorm winners fell behind: docs/architecture.md)")
       ("cost-model", po::value<std::string>(),
        "a learned model from `fusekit model train`: guides --search guided (default: the one beside --db), and "
        "without a GPU of the arch gives the modeled times")

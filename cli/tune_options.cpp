@@ -12,10 +12,10 @@ TunerOptions tuner_options(const po::variables_map& vm) {
   if (options.backends.empty()) throw UserError("--backend is empty; give nvrtc, halide or both");
   options.budget = static_cast<size_t>(int_at_least(vm, "budget", 1, "at least 1"));
   options.specialize = static_cast<size_t>(int_at_least(vm, "specialize", 0, "0 (off) or more"));
-  // A guided search specialized each row length's first leader already.
-  if (vm["specialize"].defaulted() && vm.count("search") && vm["search"].as<std::string>() == "guided")
-    options.specialize = 1;
   options.hint_twins = static_cast<size_t>(int_at_least(vm, "hint-twins", 0, "0 (off) or more"));
+  if (vm.count("guided-picks"))
+    options.guided.picks_per_problem =
+        static_cast<size_t>(int_at_least(vm, "guided-picks", 0, "0 (shared picks) or more"));
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
   options.measure.launch_deadline_s = vm["launch-deadline"].as<double>();
   if (!(options.measure.launch_deadline_s >= 0.1 && options.measure.launch_deadline_s <= 86400))

@@ -116,12 +116,7 @@ struct TunerOptions {
   // seeded sample, ended by a plateau (make_plateau_stop) or the budget.
   std::shared_ptr<CostModel> guide;
   size_t guided_batch = 4;
-  // Each timed shape its own task: its favourite per batch, timed there.
-  GuidedOptions guided = [] {
-    GuidedOptions o;
-    o.picks_per_problem = 1;
-    return o;
-  }();
+  GuidedOptions guided;
   MeasureOptions measure;
   Provenance provenance;
   // Called with one line per finished step (for progress output).
