@@ -44,8 +44,9 @@ po::options_description cmd_tune_options() {
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("search", po::value<std::string>()->default_value("sample"),
        "sample: the seeds, the analytic model's favourites and a random sample, `budget` of them; guided: the "
-       "cost model's favourites of every timed shape and one random schedule per batch, retrained between "
-       "batches, until a batch improves no shape beyond its spread (or `budget`)")
+       "cost model's favourites of every timed shape (among the seeds in the first batch) and one random "
+       "schedule per batch, retrained between batches, until a batch improves no shape beyond its spread (or "
+       "`budget`)")
       ("guided-picks", po::value<int>()->default_value(0),
        "--search guided: 0, the favourites are shared, each timed at every shape; N, each shape's own N "
        "favourites per batch, timed at that shape, until two of its batches gain nothing (fewer timings; on the "

@@ -118,15 +118,20 @@ class GuidedStrategy final : public SearchStrategy {
     if (max == 0) return {};
     // Exploration only beside at least one ranked pick.
     const size_t explore = max > 1 ? std::min(options_.explore, max - 1) : 0;
+    // The first batch ranks the template's seeds alone: for an op it never
+    // saw, the model ranks schedules unlike its training data above them.
+    const bool seeds = options_.seeds_first && batches_ == 0 && !seeds_.empty();
+    const std::vector<size_t>& from = seeds ? seeds_ : pool_;
     if (options_.picks_per_problem > 0) {
       if (std::all_of(progress_.begin(), progress_.end(), [](const ProblemProgress& p) { return p.retired; }))
         return {};
-      pick_per_problem(max - explore);
+      pick_per_problem(from, max - explore);
       explore_from_space(std::min(max, last_batch_.size() + explore));
     } else {
-      pick_shared(max - explore);
+      pick_shared(from, max - explore);
       explore_from_space(max);
     }
+    batches_ += !last_batch_.empty();
     std::vector<Candidate> out;
     for (size_t i : last_batch_) out.push_back(known_[i].candidate);
     return out;
@@ -224,16 +229,18 @@ class GuidedStrategy final : public SearchStrategy {
     }
     for (const Config& s : options_.seeds) {
       const auto it = index_.find(s);
-      if (it != index_.end()) add_to_pool(it->second);
-      else if (!space_.listed()) add_to_pool(know({space_.backend(), s}));
+      if (it == index_.end() && space_.listed()) continue;  // not in the space
+      const size_t i = it != index_.end() ? it->second : know({space_.backend(), s});
+      add_to_pool(i);
+      if (std::find(seeds_.begin(), seeds_.end(), i) == seeds_.end()) seeds_.push_back(i);
     }
   }
 
-  // Today's batch: the pool's favourites of every problem in turn, each
-  // timed at every problem.
-  void pick_shared(size_t slots) {
+  // The favourites among `from` (pool entries) of every problem in turn,
+  // each timed at every problem.
+  void pick_shared(const std::vector<size_t>& from, size_t slots) {
     std::vector<size_t> open;
-    for (size_t i : pool_)
+    for (size_t i : from)
       if (!proposed_anywhere(i)) open.push_back(i);
     std::vector<std::vector<size_t>> orders;
     for (size_t pi = 0; pi < problems_.size(); ++pi) orders.push_back(ranked(open, pi));
@@ -242,14 +249,14 @@ class GuidedStrategy final : public SearchStrategy {
         if (last_batch_.size() < slots && !proposed_anywhere(order[rank])) take(order[rank], -1);
   }
 
-  // Each active problem's own favourites, timed there (and wherever else
-  // they are a favourite).
-  void pick_per_problem(size_t slots) {
+  // Each active problem's own favourites among `from`, timed there (and
+  // wherever else they are a favourite).
+  void pick_per_problem(const std::vector<size_t>& from, size_t slots) {
     std::vector<std::vector<size_t>> orders(problems_.size());
     for (size_t pi = 0; pi < problems_.size(); ++pi) {
       if (progress_[pi].retired) continue;
       std::vector<size_t> open;
-      for (size_t i : pool_)
+      for (size_t i : from)
         if (!known_[i].proposed_at[pi]) open.push_back(i);
       orders[pi] = ranked(open, pi);
     }
@@ -360,6 +367,8 @@ class GuidedStrategy final : public SearchStrategy {
   std::vector<Known> known_;          // every schedule seen: the listed space, or what was drawn
   std::map<Config, size_t> index_;    // config -> known_ index
   std::vector<size_t> pool_;          // known_ indices the model ranks
+  std::vector<size_t> seeds_;         // known_ indices of options_.seeds
+  size_t batches_ = 0;                // batches proposed
   std::vector<size_t> last_batch_;    // known_ indices of the last batch, in its order
   std::vector<std::vector<int>> targets_;  // per last_batch_ entry: its problems (empty: every one)
   std::vector<std::pair<size_t, double>> best_at_;  // per problem: (known_ index, us)

@@ -176,6 +176,9 @@ struct GuidedOptions {
   size_t picks_per_problem = 0;
   size_t patience = 2;
   double min_gain = 0.01;
+  // The first batch's picks are ranked among `seeds` alone (the rest of the
+  // pool from the second batch on).
+  bool seeds_first = true;
 };
 // Model-guided search (search/guided_strategy.cpp): each batch is the
 // `batch - explore` unproposed candidates of the pool `model` predicts

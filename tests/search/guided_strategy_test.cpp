@@ -126,7 +126,7 @@ std::vector<Candidate> grouped_space(int n) {
 TEST(GuidedStrategy, ALargeSpaceIsRankedThroughItsPool) {
   FakeModel model;
   GuidedOptions o;
-  o.explore = 1, o.pool = 50, o.grow = 0;
+  o.explore = 1, o.pool = 50, o.grow = 0, o.seeds_first = false;
   o.seeds = {Config::parse("i=77777")};
   auto s = make_guided_strategy(space(100000), model, {problem(1024), problem(4096)}, 4, o, 7);
   const auto b = s->next_batch(4);
@@ -226,7 +226,7 @@ TEST(GuidedStrategy, DrawsFromASpaceTooLargeToList) {
   space.require("i + k divisible by 3", [](const Config& c) { return (c.get("i") + c.get("k")) % 3 == 0; });
   FakeModel model;
   GuidedOptions o;
-  o.pool = 40, o.grow = 1000, o.explore = 1, o.picks_per_problem = 1;
+  o.pool = 40, o.grow = 1000, o.explore = 1, o.picks_per_problem = 1, o.seeds_first = false;
   o.seeds = {Config::parse("i=98 k=97")};
   auto s = make_guided_strategy(space, Backend::kNvrtc, model, {problem(1024)}, 4, o, 11);
   const auto b = s->next_batch(2);
@@ -246,6 +246,25 @@ TEST(GuidedStrategy, DrawsFromASpaceTooLargeToList) {
       EXPECT_EQ(model.predicted_configs.count(n.to_string()), 1u) << n.to_string() << " near " << best.to_string();
     }
   for (const std::string& c : model.predicted_configs) EXPECT_TRUE(space.legal(Config::parse(c))) << c;
+}
+
+// The first batch ranks the seeds alone, the later ones the whole pool (the
+// seeds included); per problem, each problem's best-ranked seed.
+TEST(GuidedStrategy, TheFirstBatchRanksTheSeedsAlone) {
+  FakeModel model;
+  GuidedOptions o;
+  o.explore = 0;
+  o.seeds = {Config::parse("i=17"), Config::parse("i=12"), Config::parse("i=19")};
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, o, 7);
+  EXPECT_EQ(ids(s->next_batch(2)), (std::vector<int64_t>{12, 17}));
+  EXPECT_EQ(ids(s->next_batch(2)), (std::vector<int64_t>{0, 1}));
+  model.learned[{"4096", 19}] = -1;  // the second problem's favourite seed
+  o.picks_per_problem = 1;
+  auto per = make_guided_strategy(space(20), model, {problem(1024), problem(4096)}, 4, o, 7);
+  EXPECT_EQ(ids(per->next_batch(2)), (std::vector<int64_t>{12, 19}));
+  EXPECT_EQ(per->batch_problems(), (std::vector<std::vector<int>>{{0}, {1}}));
+  EXPECT_EQ(ids(per->next_batch(2)), std::vector<int64_t>{0}) << "both problems' next favourite in the pool";
+  EXPECT_EQ(per->batch_problems(), (std::vector<std::vector<int>>{{0, 1}}));
 }
 
 TEST(PlateauStop, StopsAfterABatchThatImprovesNothingBeyondItsSpread) {

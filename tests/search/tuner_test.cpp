@@ -541,15 +541,18 @@ class CountingModel final : public CostModel {
   bool shuffled_;
 };
 
-// A guided search on a GPU whose times are the model's own: the first batch
-// holds the fastest (the model's pick) and a random one, the next two
-// improve nothing, and the shape retires after them (patience 2), well
-// inside the budget; the model heard of every verified time.
+// A per-shape guided search on a GPU whose times are the model's own (its
+// first batch from the whole pool): the first batch holds the fastest (the
+// model's pick) and a random one, the next two improve nothing, and the
+// shape retires after them (patience 2), well inside the budget; the model
+// heard of every verified time.
 TEST(Tuner, GuidedSearchRetiresAShapeThatStopsImproving) {
   ModelTuning t("relu_add", DType::kF32, "sm_90", {{65536}});
   auto guide = std::make_shared<CountingModel>(t.arch);
   TunerOptions opt;
   opt.guide = guide;
+  opt.guided.picks_per_problem = 1;
+  opt.guided.seeds_first = false;
   opt.hint_twins = 0;
   tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
   const size_t batches = 1 + opt.guided.patience, batch = 1 + opt.guided.explore;
@@ -559,14 +562,15 @@ TEST(Tuner, GuidedSearchRetiresAShapeThatStopsImproving) {
   for (const auto& r : t.db->all()) EXPECT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.error;
 }
 
-// Shared picks (picks_per_problem 0), each timed at every shape: the second
-// batch improves nothing and the plateau stops the search there.
+// Shared picks (the default), each timed at every shape, the first batch
+// from the whole pool: the second batch improves nothing and the plateau
+// stop ends the search there.
 TEST(Tuner, SharedGuidedSearchStopsWhenABatchImprovesNothing) {
   ModelTuning t("relu_add", DType::kF32, "sm_90", {{65536}});
   auto guide = std::make_shared<CountingModel>(t.arch);
   TunerOptions opt;
   opt.guide = guide;
-  opt.guided.picks_per_problem = 0;
+  opt.guided.seeds_first = false;
   opt.hint_twins = 0;
   tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
   EXPECT_EQ(t.db->size(), 2 * opt.guided_batch);
@@ -574,14 +578,15 @@ TEST(Tuner, SharedGuidedSearchStopsWhenABatchImprovesNothing) {
   EXPECT_EQ(guide->timed, 2 * opt.guided_batch);
 }
 
-// Five timed shapes: a schedule is timed at every shape only as the batch's
-// random pick; a shape's own favourite is timed where it was picked, so
+// Five timed shapes, per-shape picks: a schedule is timed at every shape
+// only as the batch's random pick; a shape's own favourite is timed where it was picked, so
 // there are far fewer records than schedules times shapes.
 TEST(Tuner, GuidedSearchTimesEachShapesFavouriteThere) {
   ModelTuning t("relu_add", DType::kF32, "sm_90", {{4096}, {65536}, {1 << 20}, {3001}, {12345}});
   auto guide = std::make_shared<CountingModel>(t.arch, true);
   TunerOptions opt;
   opt.guide = guide;
+  opt.guided.picks_per_problem = 1;
   opt.hint_twins = 0;
   tune_on_fake_gpu(t, opt, 60, Backend::kNvrtc);
   std::map<std::string, std::set<std::string>> shapes;  // params -> shapes timed at
@@ -616,7 +621,7 @@ TEST(Tuner, GuidedRowSearchSpecializesTheFirstBatchsLeaders) {
       first_batch.push_back(r.params);
   }
   ASSERT_GE(first_batch.size(), 2u) << "a pick per shape (or one they share) and a random one";
-  ASSERT_LE(first_batch.size(), 3u);
+  ASSERT_LE(first_batch.size(), opt.guided_batch);
   for (const auto& [shape, cols] : std::map<std::string, int64_t>{{"64x4096", 4096}, {"16x16384", 16384}}) {
     SCOPED_TRACE(shape);
     const TuningRecord* leader = nullptr;
