@@ -6,8 +6,6 @@
 // problem's best and whether it still improves), GuidedStrategy (the pool,
 // the picks, the pool's growth), PlateauStop.
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>

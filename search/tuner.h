@@ -113,7 +113,9 @@ struct TunerOptions {
   // Set: model-guided search (make_guided_strategy) in batches of
   // `guided_batch`, or of the timed shapes' count plus `guided.explore`
   // where that is more (`guided.explore` of them random), instead of the
-  // seeded sample, ended by a plateau (make_plateau_stop) or the budget.
+  // seeded sample, ended by a plateau (make_plateau_stop) or the budget;
+  // with guided.picks_per_problem, batches of that many per timed shape
+  // plus `guided.explore`, ended when every shape has retired.
   std::shared_ptr<CostModel> guide;
   size_t guided_batch = 4;
   GuidedOptions guided;
