@@ -358,7 +358,9 @@ TEST(ModelEval, ReportsHeldOutRegretAndGuidedSearches) {
     EXPECT_LE(g.learned_top8, g.learned_top1) << g.group;
     EXPECT_GE(g.learned_top1_beyond_spread, 0.0);
     EXPECT_LT(g.learned_top1_beyond_spread, g.learned_top1 + 1e-12) << "a spread only narrows the regret: " << g.group;
-    if (g.learned_pick == g.best) EXPECT_EQ(g.learned_top1_beyond_spread, 0.0) << g.group;
+    if (g.learned_pick == g.best) {
+      EXPECT_EQ(g.learned_top1_beyond_spread, 0.0) << g.group;
+    }
     EXPECT_GE(g.guided, 1.0) << g.group;
     EXPECT_LE(g.guided, static_cast<double>(g.schedules)) << g.group;
     EXPECT_GE(g.stop_after, 4.0) << "the plateau stop waits for a second batch: " << g.group;
