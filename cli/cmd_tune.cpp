@@ -43,14 +43,13 @@ po::options_description cmd_tune_options() {
        "hint=2 (evict_last loads; sm_80+); 0: off")
       ("model", "rank with the analytic model even if a GPU of the arch is present")
       ("search", po::value<std::string>()->default_value("sample"),
-       "sample: the seeds, the analytic model's favourites and a random sample, `budget` of them; guided: the "
-       "cost model's favourites of every timed shape (among the seeds in the first batch) and one random "
-       "schedule per batch, retrained between batches, until a batch improves no shape beyond its spread (or "
-       "`budget`)")
-      ("guided-picks", po::value<int>()->default_value(0),
-       "--search guided: 0, the favourites are shared, each timed at every shape; N, each shape's own N "
-       "favourites per batch, timed at that shape, until two of its batches gain nothing (fewer timings; on the "
-       "H200 its layernorm winners fell behind: docs/architecture.md)")
+       "sample: the seeds, the analytic model's favourites and a random sample, `budget` of them; guided: each "
+       "timed shape's favourite of the cost model (among the seeds in the first batch), timed at that shape, and "
+       "one random schedule per batch timed at every shape, retrained between batches; a shape stops after two "
+       "of its batches gain nothing beyond its spread (or at `budget`)")
+      ("guided-picks", po::value<int>()->default_value(1),
+       "--search guided: N, each shape's own N favourites per batch; 0, the favourites are shared, each timed at "
+       "every shape, until a batch improves no shape (more timings: docs/architecture.md)")
       ("cost-model", po::value<std::string>(),
        "a learned model from `fusekit model train`: guides --search guided (default: the one beside --db), and "
        "without a GPU of the arch gives the modeled times")

@@ -168,12 +168,12 @@ struct GuidedOptions {
   size_t pool = 4096;   // schedules the model ranks: the whole space where smaller, else a seeded draw
   size_t grow = 64;     // schedules one parameter away from a new best that join the pool
   std::vector<Config> seeds;  // in the pool whatever the draw (the template's seeds, spelled as the space's)
-  // 0: the model's picks are shared, each timed at every problem. N: each
-  // problem is a task of its own (as MetaSchedule's task scheduler has
-  // them): its N favourites per batch, timed at the problems that picked
-  // them only, until `patience` of its batches in a row improved its best by
-  // no more than that best's spread (at least `min_gain`).
-  size_t picks_per_problem = 0;
+  // N: each problem is a task of its own (as MetaSchedule's task scheduler
+  // has them): its N favourites per batch, timed at the problems that
+  // picked them only, until `patience` of its batches in a row improved its
+  // best by no more than that best's spread (at least `min_gain`). 0: the
+  // model's picks are shared, each timed at every problem.
+  size_t picks_per_problem = 1;
   size_t patience = 2;
   double min_gain = 0.01;
   // The first batch's picks are ranked among `seeds` alone (the rest of the

@@ -110,12 +110,12 @@ struct TunerOptions {
   // loads, where the space has it) once the search is done; 0 turns it off.
   size_t hint_twins = 3;
   uint64_t seed = 1;
-  // Set: model-guided search (make_guided_strategy) in batches of
+  // Set: model-guided search (make_guided_strategy) instead of the seeded
+  // sample, in batches of guided.picks_per_problem per timed shape plus
+  // `guided.explore` random ones, ended when every shape has retired or at
+  // the budget; with shared picks (guided.picks_per_problem 0), batches of
   // `guided_batch`, or of the timed shapes' count plus `guided.explore`
-  // where that is more (`guided.explore` of them random), instead of the
-  // seeded sample, ended by a plateau (make_plateau_stop) or the budget;
-  // with guided.picks_per_problem, batches of that many per timed shape
-  // plus `guided.explore`, ended when every shape has retired.
+  // where that is more, ended by a plateau (make_plateau_stop).
   std::shared_ptr<CostModel> guide;
   size_t guided_batch = 4;
   GuidedOptions guided;

@@ -47,8 +47,8 @@ TEST_F(ModelCli, TrainsBesideTheDatabaseAndGuidesAModeledTune) {
   ASSERT_EQ(tune.code, 0) << tune.out;
   EXPECT_NE(tune.out.find("ranking with the learned model"), std::string::npos) << tune.out;
   const auto records = open_sqlite_db_read_only(out)->all();
-  EXPECT_EQ(records.size(), 8u) << "two batches of four (the first of the seeds), then the plateau stop "
-                                   "(modeled times are no measured gain)";
+  EXPECT_EQ(records.size(), 4u) << "two batches of the shape's favourite (the first among the seeds) and a "
+                                   "random pick, then the shape retires (modeled times are no measured gain)";
   for (const auto& r : records) {
     EXPECT_EQ(r.status, RecordStatus::kModeled);
     EXPECT_EQ(r.gpu_name.rfind("model:learned ", 0), 0u) << r.gpu_name;

@@ -60,6 +60,14 @@ std::vector<int64_t> ids(const std::vector<Candidate>& b) {
   return out;
 }
 
+// Shared picks (each timed at every problem) with `explore` random ones.
+GuidedOptions shared(size_t explore) {
+  GuidedOptions o;
+  o.explore = explore;
+  o.picks_per_problem = 0;
+  return o;
+}
+
 MeasureResult timed(double us, int problem, double spread = 0.0) {
   MeasureResult m;
   m.median_us = us;
@@ -71,7 +79,7 @@ MeasureResult timed(double us, int problem, double spread = 0.0) {
 
 TEST(GuidedStrategy, BatchesTheModelsFavouritesAndSomeExploration) {
   FakeModel model;
-  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, GuidedOptions{1}, 7);
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, shared(1), 7);
   const auto first = ids(s->next_batch(4));
   ASSERT_EQ(first.size(), 4u);
   EXPECT_EQ(std::vector<int64_t>(first.begin(), first.begin() + 3), (std::vector<int64_t>{0, 1, 2}));
@@ -88,7 +96,7 @@ TEST(GuidedStrategy, BatchesTheModelsFavouritesAndSomeExploration) {
 TEST(GuidedStrategy, RanksTheNextBatchByWhatWasMeasured) {
   FakeModel model;
   const Problem small = problem(1024), large = problem(1 << 20);
-  auto s = make_guided_strategy(space(20), model, {small, large}, 4, GuidedOptions{0}, 7);
+  auto s = make_guided_strategy(space(20), model, {small, large}, 4, shared(0), 7);
   const auto b1 = s->next_batch(3);
   EXPECT_EQ(ids(b1), (std::vector<int64_t>{0, 1, 2}));
   // Measured at the large size: 0 and 1 slow; 2 failed to verify; a pruned
@@ -110,7 +118,7 @@ TEST(GuidedStrategy, RanksTheNextBatchByWhatWasMeasured) {
 TEST(GuidedStrategy, TheModelsRankingChangesWithItsUpdates) {
   FakeModel model;
   model.learned[{"1024", 19}] = -1;  // as if a measurement had found 19 fastest
-  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, GuidedOptions{0}, 7);
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, shared(0), 7);
   EXPECT_EQ(ids(s->next_batch(2)), (std::vector<int64_t>{19, 0}));
 }
 
@@ -125,8 +133,8 @@ std::vector<Candidate> grouped_space(int n) {
 
 TEST(GuidedStrategy, ALargeSpaceIsRankedThroughItsPool) {
   FakeModel model;
-  GuidedOptions o;
-  o.explore = 1, o.pool = 50, o.grow = 0, o.seeds_first = false;
+  GuidedOptions o = shared(1);
+  o.pool = 50, o.grow = 0, o.seeds_first = false;
   o.seeds = {Config::parse("i=77777")};
   auto s = make_guided_strategy(space(100000), model, {problem(1024), problem(4096)}, 4, o, 7);
   const auto b = s->next_batch(4);
@@ -142,8 +150,8 @@ TEST(GuidedStrategy, ALargeSpaceIsRankedThroughItsPool) {
 
 TEST(GuidedStrategy, ANewBestBringsItsNeighboursIntoThePool) {
   FakeModel model;
-  GuidedOptions o;
-  o.explore = 0, o.pool = 5, o.grow = 64;
+  GuidedOptions o = shared(0);
+  o.pool = 5, o.grow = 64;
   auto s = make_guided_strategy(grouped_space(100), model, {problem(1024)}, 4, o, 3);
   const auto b = s->next_batch(2);
   ASSERT_EQ(b.size(), 2u);
@@ -252,8 +260,7 @@ TEST(GuidedStrategy, DrawsFromASpaceTooLargeToList) {
 // seeds included); per problem, each problem's best-ranked seed.
 TEST(GuidedStrategy, TheFirstBatchRanksTheSeedsAlone) {
   FakeModel model;
-  GuidedOptions o;
-  o.explore = 0;
+  GuidedOptions o = shared(0);
   o.seeds = {Config::parse("i=17"), Config::parse("i=12"), Config::parse("i=19")};
   auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, o, 7);
   EXPECT_EQ(ids(s->next_batch(2)), (std::vector<int64_t>{12, 17}));

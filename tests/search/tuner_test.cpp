@@ -551,7 +551,6 @@ TEST(Tuner, GuidedSearchRetiresAShapeThatStopsImproving) {
   auto guide = std::make_shared<CountingModel>(t.arch);
   TunerOptions opt;
   opt.guide = guide;
-  opt.guided.picks_per_problem = 1;
   opt.guided.seeds_first = false;
   opt.hint_twins = 0;
   tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
@@ -562,14 +561,15 @@ TEST(Tuner, GuidedSearchRetiresAShapeThatStopsImproving) {
   for (const auto& r : t.db->all()) EXPECT_EQ(r.status, RecordStatus::kOk) << r.params << " " << r.error;
 }
 
-// Shared picks (the default), each timed at every shape, the first batch
-// from the whole pool: the second batch improves nothing and the plateau
-// stop ends the search there.
+// Shared picks, each timed at every shape, the first batch from the whole
+// pool: the second batch improves nothing and the plateau stop ends the
+// search there.
 TEST(Tuner, SharedGuidedSearchStopsWhenABatchImprovesNothing) {
   ModelTuning t("relu_add", DType::kF32, "sm_90", {{65536}});
   auto guide = std::make_shared<CountingModel>(t.arch);
   TunerOptions opt;
   opt.guide = guide;
+  opt.guided.picks_per_problem = 0;
   opt.guided.seeds_first = false;
   opt.hint_twins = 0;
   tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
@@ -586,7 +586,6 @@ TEST(Tuner, GuidedSearchTimesEachShapesFavouriteThere) {
   auto guide = std::make_shared<CountingModel>(t.arch, true);
   TunerOptions opt;
   opt.guide = guide;
-  opt.guided.picks_per_problem = 1;
   opt.hint_twins = 0;
   tune_on_fake_gpu(t, opt, 60, Backend::kNvrtc);
   std::map<std::string, std::set<std::string>> shapes;  // params -> shapes timed at
