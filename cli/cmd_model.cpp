@@ -32,8 +32,9 @@ po::options_description cmd_model_options() {
       ("no-prior", po::bool_switch(), "leave the schedule prior's features out (missing)")
       ("unsized-copies", po::bool_switch(),
        "train on each sample again without the prior's size and row-length features")
-      ("holdouts", po::value<std::string>()->default_value("workload,shape"),
-       "`eval`: which holdouts to run, workload and/or shape");
+      ("holdouts", po::value<std::string>()->default_value("workload,shape,gpu"),
+       "`eval`: which holdouts to run, of workload (one op at a time), shape (one shape bucket) and gpu (one "
+       "GPU's records, trained on the others': where the database has several)");
   return o;
 }
 
@@ -130,7 +131,8 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
   options.prior = !vm["no-prior"].as<bool>();
   options.holdouts = split_list({vm["holdouts"].as<std::string>()});
   for (const std::string& h : options.holdouts)
-    if (h != "workload" && h != "shape") throw UserError("--holdouts '" + h + "': expected workload and/or shape");
+    if (h != "workload" && h != "shape" && h != "gpu")
+      throw UserError("--holdouts '" + h + "': expected workload, shape and/or gpu");
   const std::vector<TuningRecord> records = measured_records(db_path);
   const std::vector<MeasuredSchedule> schedules = measured_schedules(records);
   if (schedules.empty())
@@ -164,7 +166,7 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
                            {"random_order", g.random_order}, {"stop_after", g.stop_after},
                            {"stop_regret", g.stop_regret}});
   // The table: regret in percent, searches in timed candidates.
-  std::printf("%-8s %-22s %6s %21s %21s %21s %21s %21s %17s %17s\n", "holdout", "kind", "groups",
+  std::printf("%-28s %-22s %6s %21s %21s %21s %21s %21s %17s %17s\n", "holdout", "kind", "groups",
               "learned top1 med/p90/max", "beyond spread", "analytic top1", "learned top8", "analytic top8",
               "guided med/p90/<=8", "analytic order");
   for (const auto& [holdout, kinds] : j["summary"].items())
@@ -183,7 +185,7 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
                       100 * s["share_at_most_8"].get<double>());
         return std::string(buf);
       };
-      std::printf("%-8s %-22s %6zu %21s %21s %21s %21s %21s %17s %17s\n", holdout.c_str(), kind.c_str(),
+      std::printf("%-28s %-22s %6zu %21s %21s %21s %21s %21s %17s %17s\n", holdout.c_str(), kind.c_str(),
                   k["groups"].get<size_t>(), pct("learned_top1").c_str(), pct("learned_top1_beyond_spread").c_str(),
                   pct("analytic_top1").c_str(),
                   pct("learned_top8").c_str(), pct("analytic_top8").c_str(), cnt("guided").c_str(),

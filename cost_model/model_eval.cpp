@@ -70,7 +70,10 @@ Replay replay(CostModel& model, const Problem& problem, size_t bpe, const std::v
     index[space.back().config.to_string()] = i;
     best = std::min(best, group[i].us);
   }
-  auto strategy = make_guided_strategy(space, model, {problem}, bpe, GuidedOptions{o.guided_explore}, o.seed);
+  GuidedOptions guided;
+  guided.explore = o.guided_explore;
+  guided.picks_per_problem = 0;  // batches of guided_batch, as the committed evaluations replayed them
+  auto strategy = make_guided_strategy(space, model, {problem}, bpe, guided, o.seed);
   auto stop = make_plateau_stop(space.size(), 1, 0.01);
   Replay r;
   double timed = 0, best_so_far = 1e300;
@@ -229,7 +232,8 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
   std::vector<GroupEval> out;
   const std::pair<const char*, std::function<std::string(const MeasuredSchedule&)>> holdouts[] = {
       {"workload", [](const MeasuredSchedule& s) { return s.pattern; }},
-      {"shape", [](const MeasuredSchedule& s) { return s.bucket; }}};
+      {"shape", [](const MeasuredSchedule& s) { return s.bucket; }},
+      {"gpu", [](const MeasuredSchedule& s) { return s.gpu; }}};
   for (const auto& [holdout, fold_of] : holdouts) {
     if (std::find(options.holdouts.begin(), options.holdouts.end(), holdout) == options.holdouts.end()) continue;
     std::set<std::string> folds;
@@ -268,8 +272,10 @@ nlohmann::json summarize_eval(const std::vector<GroupEval>& groups) {
   std::map<std::string, std::map<std::string, std::map<std::string, std::vector<double>>>> by;
   for (const GroupEval& g : groups) {
     const std::string pooled = g.kind.substr(0, g.kind.rfind(' '));  // "rows f32"
+    // Each GPU's transfer on its own: a GPU is not a sample of the others.
+    const std::string holdout = g.holdout == "gpu" ? "gpu " + g.fold : g.holdout;
     for (const std::string& kind : {g.kind, pooled}) {
-      auto& m = by[g.holdout][kind];
+      auto& m = by[holdout][kind];
       m["learned_top1"].push_back(g.learned_top1);
       m["learned_top1_beyond_spread"].push_back(g.learned_top1_beyond_spread);
       m["learned_top8"].push_back(g.learned_top8);

@@ -1,8 +1,8 @@
 // Honest regret of the learned cost model: every schedule of a held-out
-// fold (one catalog op, or one shape bucket, over every op) is ranked by a
-// model trained on the other folds only, beside the analytic model, and a
-// guided search (make_guided_strategy + make_plateau_stop) is replayed over
-// the fold's recorded times.
+// fold (one catalog op, one shape bucket over every op, or one GPU) is
+// ranked by a model trained on the other folds only, beside the analytic
+// model, and a guided search (make_guided_strategy + make_plateau_stop) is
+// replayed over the fold's recorded times.
 #pragma once
 
 #include <functional>
@@ -22,14 +22,16 @@ struct ModelEvalOptions {
   double within = 0.03;     // "found": within this much of the best measured
   uint64_t seed = 1;
   double fast_weight = -1;  // >= 0: weigh_samples with it; < 0: every sample alike
-  std::vector<std::string> holdouts = {"workload", "shape"};
+  // workload: one catalog op at a time; shape: one shape bucket; gpu: one
+  // GPU's records (trained on the other GPUs', where the data has several).
+  std::vector<std::string> holdouts = {"workload", "shape", "gpu"};
   bool prior = true;  // false: the schedule prior's features are all missing
 };
 
 // One held-out group: the schedules of one op, dtype, shape, backend, arch.
 struct GroupEval {
-  std::string holdout;      // "workload" or "shape"
-  std::string fold;         // the op or shape bucket held out
+  std::string holdout;      // "workload", "shape" or "gpu"
+  std::string fold;         // the op, shape bucket or GPU held out
   std::string kind;         // "pointwise f32 nvrtc"
   std::string group;
   size_t schedules = 0;
@@ -46,14 +48,16 @@ struct GroupEval {
   double stop_after = 0, stop_regret = 0;
 };
 
-// Every group of two or more schedules, under both holdouts.
+// Every group of two or more schedules, under each holdout of `options`; a
+// fold with nothing left to train on (the only GPU) is skipped.
 std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& schedules,
                                          const ModelEvalOptions& options,
                                          const std::function<void(const std::string&)>& progress = {});
 
-// Per holdout and kind (also "rows f32" over both backends): groups and the
-// median, p90 and worst of each regret; for the searches the median, p90
-// and the share of groups that took at most 8.
+// Per holdout ("gpu NAME" for each GPU held out) and kind (also "rows f32"
+// over both backends): groups and the median, p90 and worst of each regret;
+// for the searches the median, p90 and the share of groups that took at
+// most 8.
 nlohmann::json summarize_eval(const std::vector<GroupEval>& groups);
 
 }  // namespace fusekit

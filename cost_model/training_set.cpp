@@ -42,7 +42,7 @@ std::vector<MeasuredSchedule> measured_schedules(const std::vector<TuningRecord>
                          complete_config({parse_backend(r.backend), Config::parse(r.params)},
                                          dtype_bytes(*parse_dtype(r.dtype)), *find_arch_limits(*arch))};
     MeasuredSchedule s{r.pattern, r.dtype, r.shape, r.shape_bucket, r.backend, r.arch, full.config.to_string(),
-                       r.median_us, r.p20_us, r.p80_us, op->reduces()};
+                       r.median_us, r.p20_us, r.p80_us, op->reduces(), r.gpu_name};
     auto [it, fresh] = fastest.emplace(s.group() + " " + s.params, s);
     if (!fresh && r.median_us < it->second.us) it->second = s;
   }

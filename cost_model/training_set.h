@@ -13,13 +13,14 @@
 
 namespace fusekit {
 
-// One schedule at one shape: the fastest of its "ok" records.
+// One schedule at one shape on one GPU: the fastest of its "ok" records.
 struct MeasuredSchedule {
   std::string pattern, dtype, shape, bucket, backend, arch, params;
   double us = 0, p20_us = 0, p80_us = 0;
   bool rows = false;  // a row reduction
-  // What competes: the same op, dtype, shape, backend and arch.
-  std::string group() const { return pattern + " " + dtype + " " + shape + " " + backend + " " + arch; }
+  std::string gpu;    // the record's gpu_name: two GPUs of one arch time apart
+  // What competes: the same op, dtype, shape, backend, arch and GPU.
+  std::string group() const { return pattern + " " + dtype + " " + shape + " " + backend + " " + arch + " " + gpu; }
 };
 
 // Verified records of catalog ops at a shape on a known arch, one per

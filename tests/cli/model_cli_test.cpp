@@ -65,7 +65,7 @@ TEST_F(ModelCli, BadInputNamesTheValue) {
       {"model train --rounds 0 --db " + db, "--rounds 0 must be at least 1"},
       {"model train --objective huber --db " + db, "--objective 'huber': expected time, relative, pairwise or ndcg"},
       {"model train --eta 0 --db " + db, "expected a rate in (0, 1]"},
-      {"model eval --holdouts op --db " + db, "--holdouts 'op': expected workload and/or shape"},
+      {"model eval --holdouts op --db " + db, "--holdouts 'op': expected workload, shape and/or gpu"},
       {"tune --arch sm_90 --pattern relu_add --search beam --db " + db, "--search 'beam' is not a search"},
       {"tune --arch sm_90 --pattern relu_add --cost-model " + path("none.json") + " --db " + db, "no cost model at"},
   };

@@ -370,6 +370,43 @@ TEST(ModelEval, ReportsHeldOutRegretAndGuidedSearches) {
   EXPECT_EQ(summary["workload"]["rows f32"]["groups"].get<size_t>(), 12u);
   EXPECT_TRUE(summary["shape"]["pointwise f32 nvrtc"]["regret"]["learned_top1"].contains("p90"));
   EXPECT_TRUE(summary["workload"]["rows f32"]["regret"]["learned_top1_beyond_spread"].contains("median"));
+  EXPECT_FALSE(summary.contains("gpu NVIDIA H200")) << "one GPU: nothing to train its holdout on";
+}
+
+// A second GPU of the same arch, 1.5x slower and alike in its ranking: each
+// GPU is held out in turn and ranked by a model of the other's records, in
+// groups of its own.
+TEST(ModelEval, HoldsOutEachGpuAndTrainsOnTheOthers) {
+  std::vector<MeasuredSchedule> two;
+  for (auto& m : measured_schedules(read_jsonl(kSample))) {
+    if (m.pattern != "relu_add" && m.pattern != "softmax") continue;
+    two.push_back(m);
+    MeasuredSchedule other = m;
+    other.gpu = "Other GPU";
+    other.us *= 1.5, other.p20_us *= 1.5, other.p80_us *= 1.5;
+    two.push_back(other);
+  }
+  ModelEvalOptions o;
+  o.train.rounds = 20;
+  o.holdouts = {"gpu"};
+  const std::vector<GroupEval> groups = evaluate_held_out(two, o);
+  std::map<std::string, size_t> per_fold;
+  for (const GroupEval& g : groups) {
+    EXPECT_EQ(g.holdout, "gpu");
+    EXPECT_EQ(g.group.substr(g.group.size() - g.fold.size()), g.fold) << "a group is one GPU's: " << g.group;
+    ++per_fold[g.fold];
+  }
+  ASSERT_EQ(per_fold.size(), 2u);
+  EXPECT_EQ(per_fold["Other GPU"], per_fold.begin()->second);
+  EXPECT_EQ(per_fold["Other GPU"], 10u);  // relu_add at 4 sizes, softmax at 6 shapes
+  const auto summary = summarize_eval(groups);
+  for (const char* fold : {"gpu Other GPU", "gpu NVIDIA H200"}) {
+    SCOPED_TRACE(fold);
+    ASSERT_TRUE(summary.contains(fold)) << summary.dump();
+    // The other GPU's ranking is this one's: its schedules' slowdowns transfer.
+    EXPECT_LE(summary[fold]["pointwise f32"]["regret"]["learned_top1"]["median"].get<double>(),
+              summary[fold]["pointwise f32"]["regret"]["analytic_top1"]["median"].get<double>());
+  }
 }
 
 }  // namespace

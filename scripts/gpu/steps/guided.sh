@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # guided: the model-guided search against today's full-budget search on ops
-# the model never saw -> model.json (trained on the committed H200 records
+# the model never saw -> model.json (trained on the committed records, every GPU,
 # without OPS), full.txt, guided.txt (tune's stdout: winners), *_progress.txt,
 # full.jsonl, guided.jsonl and compare.json / compare.txt (per op, dtype and
 # shape: timed candidates and winner time of each, and each run's wall time).
