@@ -28,7 +28,8 @@ struct ModelEvalOptions {
   bool prior = true;  // false: the schedule prior's features are all missing
 };
 
-// One held-out group: the schedules of one op, dtype, shape, backend, arch.
+// One held-out group: the schedules of one op, dtype, shape, backend, arch
+// and GPU.
 struct GroupEval {
   std::string holdout;      // "workload", "shape" or "gpu"
   std::string fold;         // the op, shape bucket or GPU held out
