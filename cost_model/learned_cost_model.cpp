@@ -286,6 +286,7 @@ void LearnedCostModel::save(const std::string& path) const {
   j["training_records"] = info_.training_records;
   j["training_samples"] = info_.training_samples;
   j["archs"] = info_.archs;
+  j["gpus"] = info_.gpus;
   j["source"] = info_.source;
   j["fusekit_version"] = info_.fusekit_version;
   j["trained_at"] = info_.trained_at;
@@ -324,6 +325,7 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::load(const std::string& path
     info.training_records = j.at("training_records").get<size_t>();
     info.training_samples = j.at("training_samples").get<size_t>();
     info.archs = j.at("archs").get<std::vector<std::string>>();
+    info.gpus = j.value("gpus", std::vector<std::string>{});
     info.source = j.value("source", "");
     info.fusekit_version = j.value("fusekit_version", "");
     info.trained_at = j.value("trained_at", "");

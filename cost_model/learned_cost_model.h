@@ -39,6 +39,7 @@ struct CostModelInfo {
   size_t training_records = 0;   // measured records read
   size_t training_samples = 0;   // distinct schedules at a shape fit
   std::vector<std::string> archs;
+  std::vector<std::string> gpus;  // the records' GPU names (absent in files before 2026-12-05)
   std::string source;            // the database it was trained on
   std::string fusekit_version;
   std::string trained_at;        // ISO 8601 UTC

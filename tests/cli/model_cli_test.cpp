@@ -37,6 +37,7 @@ TEST_F(ModelCli, TrainsBesideTheDatabaseAndGuidesAModeledTune) {
   const nlohmann::json j = nlohmann::json::parse(saved);
   EXPECT_EQ(j["training_records"], 576);
   EXPECT_EQ(j["archs"], nlohmann::json::array({"sm_90"}));
+  EXPECT_EQ(j["gpus"], nlohmann::json::array({"NVIDIA H200"}));
   EXPECT_FALSE(j["xgboost_version"].get<std::string>().empty());
 
   // No GPU here: the guided search ranks the whole space with the model

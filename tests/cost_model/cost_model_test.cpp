@@ -191,6 +191,7 @@ std::unique_ptr<LearnedCostModel> train_on(const std::vector<MeasuredSchedule>& 
   assign_groups(schedules, &samples);
   CostModelInfo info;
   info.archs = {"sm_90"};
+  info.gpus = {"NVIDIA H200"};
   info.training_records = schedules.size();
   CostTrainOptions o;
   o.rounds = 60;
@@ -282,6 +283,7 @@ TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
   EXPECT_EQ(loaded->info().training_records, split.train.size());
   EXPECT_EQ(loaded->info().training_samples, split.train.size());
   EXPECT_EQ(loaded->info().archs, std::vector<std::string>{"sm_90"});
+  EXPECT_EQ(loaded->info().gpus, std::vector<std::string>{"NVIDIA H200"});
   std::vector<std::vector<float>> rows;
   for (size_t i = 0; i < split.held.size(); i += 7) {
     rows.push_back(features_of(*model, problems, split.held[i]));
