@@ -133,7 +133,7 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
   options.prior = !vm["no-prior"].as<bool>();
   options.holdouts = split_list({vm["holdouts"].as<std::string>()});
   for (const std::string& h : options.holdouts)
-    if (h != "workload" && h != "shape" && h != "gpu")
+    if (!is_holdout(h))
       throw UserError("--holdouts '" + h + "': expected workload, shape and/or gpu");
   const std::vector<TuningRecord> records = measured_records(db_path);
   const std::vector<MeasuredSchedule> schedules = measured_schedules(records);

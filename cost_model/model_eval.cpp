@@ -223,18 +223,30 @@ GroupEval evaluate_group(const std::vector<MeasuredSchedule>& schedules, EvalSam
   return g;
 }
 
+using FoldOf = std::function<std::string(const MeasuredSchedule&)>;
+
+// Each holdout by name, and what it holds out of a schedule.
+const std::vector<std::pair<std::string, FoldOf>>& holdout_folds() {
+  static const std::vector<std::pair<std::string, FoldOf>> folds = {
+      {"workload", [](const MeasuredSchedule& s) { return s.pattern; }},
+      {"shape", [](const MeasuredSchedule& s) { return s.bucket; }},
+      {"gpu", [](const MeasuredSchedule& s) { return s.gpu; }}};
+  return folds;
+}
+
 }  // namespace
+
+bool is_holdout(const std::string& name) {
+  const auto& folds = holdout_folds();
+  return std::any_of(folds.begin(), folds.end(), [&](const auto& f) { return f.first == name; });
+}
 
 std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& schedules,
                                          const ModelEvalOptions& options,
                                          const std::function<void(const std::string&)>& progress) {
   EvalSamples ev(schedules, options);
   std::vector<GroupEval> out;
-  const std::pair<const char*, std::function<std::string(const MeasuredSchedule&)>> holdouts[] = {
-      {"workload", [](const MeasuredSchedule& s) { return s.pattern; }},
-      {"shape", [](const MeasuredSchedule& s) { return s.bucket; }},
-      {"gpu", [](const MeasuredSchedule& s) { return s.gpu; }}};
-  for (const auto& [holdout, fold_of] : holdouts) {
+  for (const auto& [holdout, fold_of] : holdout_folds()) {
     if (std::find(options.holdouts.begin(), options.holdouts.end(), holdout) == options.holdouts.end()) continue;
     std::set<std::string> folds;
     for (const auto& s : schedules) folds.insert(fold_of(s));
@@ -248,7 +260,7 @@ std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& sc
         out.back().fold = fold;
       }
       if (progress)
-        progress(std::string(holdout) + " " + fold + ": trained on " + std::to_string(f.trained_on) + " schedules");
+        progress(holdout + " " + fold + ": trained on " + std::to_string(f.trained_on) + " schedules");
     }
   }
   return out;

@@ -49,6 +49,9 @@ struct GroupEval {
   double stop_after = 0, stop_regret = 0;
 };
 
+// Whether `name` is a holdout evaluate_held_out knows (ModelEvalOptions::holdouts).
+bool is_holdout(const std::string& name);
+
 // Every group of two or more schedules, under each holdout of `options`; a
 // fold with nothing left to train on (the only GPU) is skipped.
 std::vector<GroupEval> evaluate_held_out(const std::vector<MeasuredSchedule>& schedules,

@@ -180,10 +180,11 @@ struct GuidedOptions {
   // pool from the second batch on).
   bool seeds_first = true;
 };
-// Model-guided search (search/guided_strategy.cpp): each batch is the
-// `batch - explore` unproposed candidates of the pool `model` predicts
-// fastest (round robin over `problems`; or, with picks_per_problem, each
-// problem's own) and `explore` random others; notify() feeds every timed
+// Model-guided search (search/guided_strategy.cpp): each batch is each
+// problem's own picks_per_problem favourites of the pool by `model` (with
+// picks_per_problem 0, the `batch - explore` favourites of all problems in
+// turn; the first batch among the seeds alone, with seeds_first) and
+// `explore` random others; notify() feeds every timed
 // result to model.update, so the next batch is ranked by what was
 // measured, and adds the neighbours of each problem's new best to the pool.
 // `model` must outlive the strategy.
