@@ -1,5 +1,6 @@
 // The measuring worker's command: opens GPU --device and serves its parent
-// on fds 3 and 4. FUSEKIT_TEST_FAKE_GPUS=N (read here, at the edge) makes it
+// on fds 3 and 4, fd 5 being the socket its problems' memory files come
+// over. FUSEKIT_TEST_FAKE_GPUS=N (read here, at the edge) makes it
 // a fake device of N for the tests without a GPU: FUSEKIT_TEST_FAKE_ARCH
 // (sm_90) is its arch, and FUSEKIT_TEST_FAKE_DEAD_DEVICE=D makes device D
 // abort whenever it is asked to measure, FUSEKIT_TEST_FAKE_VERIFY=fail fails
@@ -54,7 +55,7 @@ int cmd_measure_worker(const po::variables_map& vm, const std::vector<std::strin
   } catch (const UserError& e) {
     open_error = e.what();
   }
-  return serve_measure_worker(executor.get(), open_error, 3, 4);
+  return serve_measure_worker(executor.get(), open_error, 3, 4, 5);
 }
 
 }  // namespace fusekit

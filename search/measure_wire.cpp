@@ -1,7 +1,11 @@
 // Frames and field encoding for the measuring worker (see measure_wire.h).
 #include "search/measure_wire.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +13,7 @@
 #include <type_traits>
 
 #include "common/errors.h"
+#include "common/parallel_chunks.h"
 
 namespace fusekit {
 
@@ -28,7 +33,10 @@ void Writer::str(const std::string& s) {
 }
 void Writer::bytes(const std::vector<uint8_t>& b) {
   u64(b.size());
-  out_.append(reinterpret_cast<const char*>(b.data()), b.size());
+  if (bulk_)
+    bulk_->push_back({b.data(), b.size()});
+  else
+    out_.append(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
 uint64_t Reader::u64() {
@@ -51,8 +59,26 @@ std::string Reader::str() {
   at_ += n;
   return s;
 }
+namespace {
+
+// memcpy in parallel chunks of at least 1 MiB (parallel_chunks).
+void parallel_copy(uint8_t* to, const uint8_t* from, size_t n) {
+  parallel_chunks(static_cast<int64_t>(n), [&](int64_t begin, int64_t end, size_t) {
+    std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin));
+  });
+}
+
+}  // namespace
+
 std::vector<uint8_t> Reader::bytes() {
   const uint64_t n = u64();
+  if (shared_) {
+    if (bulk_.size - bulk_at_ < n) throw InternalError("measure worker: truncated shared bytes");
+    std::vector<uint8_t> b(n);
+    if (n > 0) parallel_copy(b.data(), bulk_.data + bulk_at_, n);
+    bulk_at_ += n;
+    return b;
+  }
   if (data_.size() - at_ < n) throw InternalError("measure worker: truncated bytes");
   std::vector<uint8_t> b(data_.begin() + at_, data_.begin() + at_ + n);
   at_ += n;
@@ -249,6 +275,135 @@ FrameRead read_frame(int fd, int timeout_ms, WireTag* tag, std::string* body) {
   *tag = static_cast<WireTag>(h[8]);
   body->assign(size, '\0');
   return read_all(fd, body->data(), size) ? FrameRead::kOk : FrameRead::kClosed;
+}
+
+namespace {
+
+// A memory file holding the spans back to back; -1 where none can be made
+// (no memfd, or not enough memory: fallocate says so now, not a SIGBUS later).
+int memory_file_of(const std::vector<ByteSpan>& spans) {
+  size_t total = 0;
+  for (const auto& s : spans) total += s.size;
+  const int fd = memfd_create("fusekit-problem", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (total == 0) return fd;
+  void* m = fallocate(fd, 0, 0, static_cast<off_t>(total)) == 0
+                ? mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)
+                : MAP_FAILED;
+  if (m == MAP_FAILED) {
+    close(fd);
+    return -1;
+  }
+  uint8_t* at = static_cast<uint8_t*>(m);
+  for (const auto& s : spans) {
+    if (s.size > 0) parallel_copy(at, s.data, s.size);
+    at += s.size;
+  }
+  munmap(m, total);
+  return fd;
+}
+
+// Passes `fd` over a Unix socket (SCM_RIGHTS) with one byte of data.
+bool send_fd(int socket, int fd) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  for (;;) {
+    const ssize_t k = sendmsg(socket, &msg, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    return k == 1;
+  }
+}
+
+// The fd send_fd passed, waiting at most `timeout_ms`; -1 if none came.
+int receive_fd(int socket, int timeout_ms) {
+  pollfd p{socket, POLLIN, 0};
+  int ready;
+  while ((ready = ::poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {
+  }
+  if (ready <= 0) return -1;
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(socket, &msg, MSG_CMSG_CLOEXEC) != 1) return -1;
+  const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) return -1;
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
+  return fd;
+}
+
+// A memory file mapped for reading, unmapped and closed when this goes.
+class MappedFile {
+ public:
+  explicit MappedFile(int fd) : fd_(fd) {
+    struct stat st {};
+    if (fstat(fd_, &st) != 0) throw InternalError(std::string("measure worker: fstat: ") + std::strerror(errno));
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ == 0) return;
+    void* m = mmap(nullptr, size_, PROT_READ, MAP_SHARED | MAP_POPULATE, fd_, 0);
+    if (m == MAP_FAILED) throw InternalError(std::string("measure worker: mmap: ") + std::strerror(errno));
+    data_ = static_cast<const uint8_t*>(m);
+  }
+  ~MappedFile() {
+    if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+    close(fd_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ByteSpan span() const { return {data_, size_}; }
+
+ private:
+  int fd_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+bool send_problem(int frame_fd, int bulk_fd, const HostProblem& p) {
+  if (bulk_fd >= 0) {
+    std::vector<ByteSpan> spans;
+    Writer w(&spans);
+    write_problem(w, p);
+    const int file = memory_file_of(spans);
+    if (file >= 0) {
+      const bool sent = send_fd(bulk_fd, file);
+      close(file);
+      return sent && write_frame(frame_fd, WireTag::kSharedProblem, w.data());
+    }
+  }
+  Writer w;
+  write_problem(w, p);
+  return write_frame(frame_fd, WireTag::kProblem, w.data());
+}
+
+HostProblem receive_problem(WireTag tag, const std::string& body, int bulk_fd) {
+  if (tag == WireTag::kProblem) {
+    Reader r(body);
+    return read_problem(r);
+  }
+  // send_problem passed the file before it wrote the frame.
+  const int fd = bulk_fd >= 0 ? receive_fd(bulk_fd, 10000) : -1;
+  if (fd < 0) throw InternalError("measure worker: a shared problem's memory file did not arrive");
+  const MappedFile file(fd);
+  Reader r(body, file.span());
+  return read_problem(r);
 }
 
 }  // namespace fusekit

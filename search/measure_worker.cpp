@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +19,8 @@ extern char** environ;
 
 namespace fusekit {
 
-int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error, int in_fd, int out_fd) {
+int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error, int in_fd, int out_fd,
+                         int bulk_fd) {
   HostProblemCache problems;
   for (;;) {
     WireTag tag;
@@ -36,8 +38,8 @@ int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error
         write_device(w, executor->device());
         w.i64(executor->device_count());
         write_frame(out_fd, WireTag::kDevice, w.data());
-      } else if (tag == WireTag::kProblem) {
-        problems.put(read_problem(r));
+      } else if (tag == WireTag::kProblem || tag == WireTag::kSharedProblem) {
+        problems.put(receive_problem(tag, body, bulk_fd));
       } else if (tag == WireTag::kMeasure) {
         const MeasureOptions options = read_options(r);
         const HostProblem* host = problems.find(r.str());
@@ -81,18 +83,23 @@ std::string how_it_ended(int status) {
   return "ended";
 }
 
-// One running worker process and its two pipes.
+// One running worker process, its two pipes and the socket its problems'
+// memory files go over.
 class WorkerProcess {
  public:
   explicit WorkerProcess(const std::vector<std::string>& argv) {
-    int req[2], resp[2];
+    int req[2], resp[2], bulk[2];
     if (pipe(req) != 0 || pipe(resp) != 0)
       throw UserError(std::string("measure worker: pipe: ") + std::strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, bulk) != 0) bulk[0] = bulk[1] = -1;  // problems go inline
     for (int* fd : {&req[0], &req[1], &resp[0], &resp[1]}) *fd = high_fd(*fd);
+    for (int* fd : {&bulk[0], &bulk[1]})
+      if (*fd >= 0) *fd = high_fd(*fd);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, req[0], 3);
     posix_spawn_file_actions_adddup2(&fa, resp[1], 4);
+    if (bulk[1] >= 0) posix_spawn_file_actions_adddup2(&fa, bulk[1], 5);
     posix_spawn_file_actions_adddup2(&fa, 2, 1);  // its stdout is not the caller's output
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -101,8 +108,10 @@ class WorkerProcess {
     posix_spawn_file_actions_destroy(&fa);
     close(req[0]);
     close(resp[1]);
+    if (bulk[1] >= 0) close(bulk[1]);
     to_ = req[1];
     from_ = resp[0];
+    bulk_ = bulk[0];
     if (rc != 0) {
       pid_ = -1;
       throw UserError("cannot start the measuring worker " + argv[0] + ": " + std::strerror(rc));
@@ -118,12 +127,14 @@ class WorkerProcess {
     }
     if (to_ >= 0) close(to_);
     if (from_ >= 0) close(from_);
+    if (bulk_ >= 0) close(bulk_);
   }
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
   int to() const { return to_; }
   int from() const { return from_; }
+  int bulk() const { return bulk_; }  // -1: none
   // Kills it (when still running) and says how it ended.
   std::string end() {
     if (pid_ <= 0) return "ended";
@@ -150,7 +161,7 @@ class WorkerProcess {
 
  private:
   pid_t pid_ = -1;
-  int to_ = -1, from_ = -1;
+  int to_ = -1, from_ = -1, bulk_ = -1;
 };
 
 // What one attempt at a batch came to.
@@ -250,9 +261,7 @@ class WorkerMeasurer final : public Measurer {
   // Sends host_ to the worker unless it holds it; false if the worker died.
   bool send_problem() {
     if (worker_holds_.holds(host_->key)) return true;
-    Writer w;
-    write_problem(w, *host_);
-    if (!write_frame(worker_->to(), WireTag::kProblem, w.data())) return false;
+    if (!fusekit::send_problem(worker_->to(), worker_->bulk(), *host_)) return false;
     worker_holds_.add(host_->key, host_problem_bytes(*host_));
     return true;
   }

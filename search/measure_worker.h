@@ -4,9 +4,10 @@
 // binary in its `measure-worker` mode, serve_measure_worker) runs them on its
 // device and reports each step before it starts. Call order, per batch:
 //
-//   parent                                   worker (fds 3 in, 4 out)
+//   parent                                   worker (fds 3 in, 4 out, 5 bulk)
 //   kHello ──────────────────────────────►   (once) ──► kDevice | kError
 //   kProblem (when the worker lacks it) ──►
+//     or its memory file over fd 5, then kSharedProblem (measure_wire.h)
 //   kMeasure ─────────────────────────────►   kStep(i, expected)* ──► kResults
 //
 // When no frame comes within options.launch_deadline_s plus twenty times the
@@ -27,8 +28,10 @@ namespace fusekit {
 
 // Serves requests on `in_fd`, answering on `out_fd`, until kQuit or end of
 // file; `executor` is null when the device could not be opened, and
-// `open_error` says why (sent in reply to kHello). Returns the exit status.
-int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error, int in_fd, int out_fd);
+// `open_error` says why (sent in reply to kHello). Shared problems' memory
+// files come over `bulk_fd` (-1: none). Returns the exit status.
+int serve_measure_worker(DeviceExecutor* executor, const std::string& open_error, int in_fd, int out_fd,
+                         int bulk_fd = -1);
 
 // A Measurer whose measurements run in worker processes started as `argv`
 // (argv[0] a path to the binary). Throws UserError when the worker cannot

@@ -158,8 +158,11 @@ TEST(GuidedStrategy, ANewBestBringsItsNeighboursIntoThePool) {
   const int64_t best = b[1].config.get("i");
   s->notify(b, {timed(9, 0), timed(4, 0)});  // the second is the faster
   s->next_batch(1);
-  for (int64_t i = best / 10 * 10; i < best / 10 * 10 + 10; ++i)
-    if (i != best && i != b[0].config.get("i")) EXPECT_EQ(model.predicted.count(i), 1u) << i << " near " << best;
+  for (int64_t i = best / 10 * 10; i < best / 10 * 10 + 10; ++i) {
+    if (i != best && i != b[0].config.get("i")) {
+      EXPECT_EQ(model.predicted.count(i), 1u) << i << " near " << best;
+    }
+  }
   EXPECT_LE(model.predicted.size(), 3u + 9u) << "the pool's other three and the new best's nine neighbours";
 }
 

@@ -4,6 +4,7 @@
 #include "search/measure_worker.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -59,6 +60,51 @@ TEST(MeasureWire, ArtifactsAndProblemsRoundTrip) {
   EXPECT_EQ(q.reference[0].bytes, p.reference[0].bytes);
   EXPECT_EQ(q.tolerance.rtol, p.tolerance.rtol);
   EXPECT_THROW(r.u64(), InternalError);  // nothing left
+}
+
+void expect_same_tensors(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].dims, b[i].dims);
+    EXPECT_TRUE(a[i].bytes == b[i].bytes) << "tensor " << i;
+  }
+}
+
+// The worker's two ways in: the tensors in a memory file over a socket
+// (only the rest in the frame), or all of it in the frame where there is no
+// socket. A shared frame whose file never comes is an error, not a hang.
+TEST(MeasureWire, AProblemArrivesWholeThroughSharedMemoryOrInline) {
+  auto wl = make_candidate_workload(find_pattern("layernorm"), DType::kBF16);
+  const HostProblem p = prepare_host_problem(*wl, wl->problem({1031, 1027}), 11);
+  ASSERT_GT(host_problem_bytes(p), size_t{4} << 20);  // copied in more than one chunk
+  int frames[2], bulk[2];
+  ASSERT_EQ(pipe(frames), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, bulk), 0);
+  ASSERT_TRUE(send_problem(frames[1], bulk[0], p));
+  WireTag tag;
+  std::string body;
+  ASSERT_EQ(read_frame(frames[0], 1000, &tag, &body), FrameRead::kOk);
+  EXPECT_EQ(tag, WireTag::kSharedProblem);
+  EXPECT_LT(body.size(), size_t{4096});
+  const HostProblem q = receive_problem(tag, body, bulk[1]);
+  EXPECT_EQ(q.key, p.key);
+  EXPECT_EQ(q.problem.output_dims, p.problem.output_dims);
+  expect_same_tensors(q.inputs, p.inputs);
+  expect_same_tensors(q.reference, p.reference);
+  expect_same_tensors(q.slack, p.slack);
+  EXPECT_EQ(q.params, p.params);
+  close(bulk[0]);
+  EXPECT_THROW(receive_problem(tag, body, bulk[1]), InternalError);
+  close(bulk[1]);
+
+  auto small = make_candidate_workload(find_pattern("relu_add"), DType::kF32);
+  const HostProblem s = prepare_host_problem(*small, small->problem({1000}), 3);
+  ASSERT_TRUE(send_problem(frames[1], -1, s));
+  ASSERT_EQ(read_frame(frames[0], 1000, &tag, &body), FrameRead::kOk);
+  EXPECT_EQ(tag, WireTag::kProblem);
+  expect_same_tensors(receive_problem(tag, body, -1).inputs, s.inputs);
+  close(frames[0]);
+  close(frames[1]);
 }
 
 TEST(ProblemWindow, KeepsTheNewestWithinItsCountAndBytes) {
@@ -177,8 +223,11 @@ TEST(Tuner, AHangingAndAFaultingKernelAreRecordedAndTheTuneGoesOn) {
     EXPECT_EQ(by_params.size(), 5u);
     for (const auto& [params, how] : builder.injected_)
       EXPECT_EQ(by_params[params], how == "fk_test_hang_" ? RecordStatus::kTimeout : RecordStatus::kFault) << params;
-    for (const auto& [params, status] : by_params)
-      if (!builder.injected_.count(params)) EXPECT_EQ(status, RecordStatus::kOk) << params;
+    for (const auto& [params, status] : by_params) {
+      if (!builder.injected_.count(params)) {
+        EXPECT_EQ(status, RecordStatus::kOk) << params;
+      }
+    }
   }
   std::filesystem::remove_all(dir);
 }
