@@ -303,16 +303,26 @@ int memory_file_of(const std::vector<ByteSpan>& spans) {
   return fd;
 }
 
-// Passes `fd` over a Unix socket (SCM_RIGHTS) with one byte of data.
-bool send_fd(int socket, int fd) {
+// A socket message of one byte with room for one fd beside it (SCM_RIGHTS).
+struct FdMessage {
   char byte = 0;
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  FdMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+};
+
+// Passes `fd` over a Unix socket.
+bool send_fd(int socket, int fd) {
+  FdMessage m;
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -332,14 +342,8 @@ int receive_fd(int socket, int timeout_ms) {
   while ((ready = ::poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {
   }
   if (ready <= 0) return -1;
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  FdMessage m;
+  msghdr& msg = m.msg;
   if (recvmsg(socket, &msg, MSG_CMSG_CLOEXEC) != 1) return -1;
   const cmsghdr* c = CMSG_FIRSTHDR(&msg);
   if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) return -1;
