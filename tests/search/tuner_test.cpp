@@ -643,3 +643,45 @@ TEST(Tuner, GuidedRowSearchSpecializesTheFirstBatchsLeaders) {
 
 }  // namespace
 }  // namespace fusekit
+
+namespace fusekit {
+namespace {
+
+// A guided row search specializes only leaders: after its first batch and
+// at its end, each row length's fastest generic schedule so far (and its
+// hint=2 twin), never the full search's wider list (exact fits, register-
+// capped twins, the next fastest); the final leader is among them.
+TEST(Tuner, GuidedRowSearchEndsOnItsLeadersSpecialized) {
+  ModelTuning t("layernorm", DType::kBF16, "sm_90", {{4096, 64}, {16384, 16}});
+  TunerOptions opt;
+  opt.guide = std::make_shared<CountingModel>(t.arch);
+  tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
+  auto generic_of = [](const std::string& params) {
+    Config c = Config::parse(params);
+    c.set("len", 0);
+    c.set("hint", 0);
+    return c.to_string();
+  };
+  const std::vector<TuningRecord> records = t.db->all();
+  for (const auto& [shape, cols] : std::map<std::string, int64_t>{{"64x4096", 4096}, {"16x16384", 16384}}) {
+    SCOPED_TRACE(shape);
+    const TuningRecord* leader = nullptr;
+    std::set<std::string> specialized;
+    for (const auto& r : records) {
+      if (r.shape != shape) continue;
+      if (Config::parse(r.params).get_or("len", 0) == 0) {
+        if (!leader || r.median_us < leader->median_us) leader = &r;
+        continue;
+      }
+      ASSERT_NE(leader, nullptr) << r.params << " specialized before any generic schedule was timed";
+      EXPECT_EQ(generic_of(r.params), generic_of(leader->params)) << r.params << " is not the leader's";
+      specialized.insert(r.params);
+    }
+    ASSERT_NE(leader, nullptr);
+    const std::string twin = RowReductionTemplate::specialize(Config::parse(leader->params), cols).to_string();
+    EXPECT_EQ(specialized.count(twin), 1u) << "the final leader " << leader->params << " was not specialized";
+  }
+}
+
+}  // namespace
+}  // namespace fusekit
