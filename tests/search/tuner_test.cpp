@@ -641,12 +641,6 @@ TEST(Tuner, GuidedRowSearchSpecializesTheFirstBatchsLeaders) {
   }
 }
 
-}  // namespace
-}  // namespace fusekit
-
-namespace fusekit {
-namespace {
-
 // A guided row search specializes only leaders: after its first batch and
 // at its end, each row length's fastest generic schedule so far (and its
 // hint=2 twin), never the full search's wider list (exact fits, register-
