@@ -25,9 +25,14 @@ const char* const kDerived[] = {
     // memory-level parallelism, the L2 footprint, alignment.
     "elems_per_thread", "held_per_thread", "est_registers", "spill_ratio", "reg_blocks_per_sm", "reg_occupancy",
     "log2_reg_waves", "reg_tail", "log2_in_flight_over_need", "log2_bytes_per_sm", "log2_bytes_over_l2",
-    "log2_resident_rows_bytes_over_l2", "log2_rows_per_sm", "misaligned_vec", "log_roofline_us"};
+    "log2_resident_rows_bytes_over_l2", "log2_rows_per_sm", "misaligned_vec", "log_roofline_us",
+    // Schema 3: what a row op computes per element (Problem::mix), so that an
+    // op never trained on is placed among those of like work; NaN for
+    // pointwise ops, whose held-out picks it did not improve (docs/architecture.md).
+    "op_reductions", "op_math_calls", "op_arith"};
 
 double log2_or_nan(double x) { return x > 0 ? std::log2(x) : std::numeric_limits<double>::quiet_NaN(); }
+double known(int count) { return count >= 0 ? static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN(); }
 
 }  // namespace
 
@@ -156,7 +161,8 @@ std::vector<float> cost_features(const Problem& problem, size_t bytes_per_elemen
                      rows_kind ? log2_or_nan(resident_rows * cols * elem * std::max(1.0, full_inputs) / arch.l2_bytes) : nan,
                      rows_kind ? log2_or_nan(rows / arch.sm_count) : nan,
                      std::fmod(aligned_extent, vec_of) != 0 ? 1.0 : 0.0,
-                     std::log(roofline_us(problem, bytes_per_element, arch))});
+                     std::log(roofline_us(problem, bytes_per_element, arch)), rows_kind ? known(problem.mix.reductions) : nan,
+                     rows_kind ? known(problem.mix.math_calls) : nan, rows_kind ? known(problem.mix.arith) : nan});
   return {f.begin(), f.end()};
 }
 

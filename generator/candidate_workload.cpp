@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include "common/errors.h"
@@ -118,7 +119,11 @@ std::vector<HostTensor> slack_of(const std::vector<HostTensor>& a, const std::ve
 class CandidateWorkload final : public Workload {
  public:
   CandidateWorkload(const FusionCandidate& c, DType dtype, float magnitude)
-      : cand_(c), dtype_(dtype), magnitude_(magnitude), ref_(instantiate(c, dtype, /*f64_reductions=*/true)) {}
+      : cand_(c),
+        dtype_(dtype),
+        magnitude_(magnitude),
+        ref_(instantiate(c, dtype, /*f64_reductions=*/true)),
+        mix_(op_mix_of(canonical_pipeline_text(c, dtype))) {}
 
   std::string name() const override { return cand_.name; }
   DType dtype() const override { return dtype_; }
@@ -132,6 +137,7 @@ class CandidateWorkload final : public Workload {
     p.shape_text = shape_text({domain.rbegin(), domain.rend()});
     for (size_t i = 0; i < cand_.inputs.size(); ++i) p.input_dims.push_back(cand_.input_dims(i, domain));
     for (size_t o = 0; o < cand_.outputs.size(); ++o) p.output_dims.push_back(cand_.output_dims(domain));
+    p.mix = mix_;
     return p;
   }
 
@@ -213,6 +219,7 @@ class CandidateWorkload final : public Workload {
   // JIT state is mutated by realize(); the workload is used from one thread.
   mutable ReferenceEvaluator ref_;
   mutable std::unique_ptr<ReferenceEvaluator> same_, other_;
+  const OpMix mix_;
 };
 
 class KernelBuilder final : public Builder {
@@ -287,6 +294,19 @@ class KernelBuilder final : public Builder {
 };
 
 }  // namespace
+
+OpMix op_mix_of(const std::string& canonical_text) {
+  const auto count = [&](const std::regex& re) {
+    return static_cast<int>(std::distance(std::sregex_iterator(canonical_text.begin(), canonical_text.end(), re),
+                                          std::sregex_iterator()));
+  };
+  OpMix m;
+  m.reductions = count(std::regex(R"(fk_a?red[0-9]+ = (mean|sum|max|min) over)"));
+  // Inputs (in_x_im), reductions (fk_red0), parameters and dtype conversions are no calls.
+  m.math_calls = count(std::regex(R"(\b(?!in_|fk_|p_|max\(|min\(|b?float[0-9]+\()[a-z][a-z0-9_]*\()"));
+  m.arith = count(std::regex(R"([-+*/]|\b(max|min)\()"));
+  return m;
+}
 
 std::unique_ptr<Workload> make_candidate_workload(const FusionCandidate& candidate, DType dtype,
                                                   float input_magnitude) {

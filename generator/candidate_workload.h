@@ -18,6 +18,11 @@ namespace fusekit {
 std::unique_ptr<Workload> make_candidate_workload(const FusionCandidate& candidate, DType dtype,
                                                   float input_magnitude = 3.0f);
 
+// The op mix of a canonical pipeline text (canonical_pipeline_text): its
+// reductions ("fk_red0 = mean over col of ..."), function calls ("exp_f32(",
+// "erff(") and arithmetic operators.
+OpMix op_mix_of(const std::string& canonical_text);
+
 // Builds both backends for one arch. Every failure becomes a BuildResult
 // with the error text; nothing throws out of build().
 std::unique_ptr<Builder> make_kernel_builder(const FusionCandidate& candidate, DType dtype, const ArchLimits& arch);

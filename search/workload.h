@@ -24,12 +24,21 @@ struct HostTensor {
   static HostTensor make(DType dtype, std::vector<int64_t> dims);
 };
 
+// What an op computes per element, for the cost model's features; -1 where
+// the workload does not say (counted by op_mix_of in generator/candidate_workload.h).
+struct OpMix {
+  int reductions = -1;  // row reductions: passes a kernel makes over a row's values
+  int math_calls = -1;  // exp, log, tanh, sqrt, erf, ... (the special function unit's work)
+  int arith = -1;       // + - * / max min, counted where the text repeats them
+};
+
 // One problem instance of a workload.
 struct Problem {
   std::vector<int64_t> domain;                     // innermost first
   std::string shape_text;                          // outermost first: "4096x1024"
   std::vector<std::vector<int64_t>> input_dims;
   std::vector<std::vector<int64_t>> output_dims;
+  OpMix mix;
 
   int64_t elements() const;
   // Bytes read plus written, each tensor once, at `bytes_per_element`.

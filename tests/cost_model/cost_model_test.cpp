@@ -100,6 +100,29 @@ TEST(CostFeatures, EstimateWhatAThreadHoldsAndTheResidencyItAllows) {
   EXPECT_EQ(feature(odd, "misaligned_vec"), 1) << "65537 elements in vectors of 4";
 }
 
+TEST(CostFeatures, CountWhatTheOpComputesPerElement) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Candidate c{Backend::kNvrtc, Config::parse("cache=4 fast=1 rows=1 threads=256 vec=4")};
+  // softmax: max and sum over the row, exp twice (once per pass), x - max twice and one divide.
+  const auto softmax = cost_features(problem_of("softmax", DType::kBF16, {1024, 64}), 2, c, h200);
+  EXPECT_EQ(feature(softmax, "op_reductions"), 2);
+  EXPECT_EQ(feature(softmax, "op_math_calls"), 2) << "bf16 conversions are no math calls";
+  EXPECT_EQ(feature(softmax, "op_arith"), 3);
+  const auto rmsnorm = cost_features(problem_of("rmsnorm", DType::kF32, {1024, 64}), 4, c, h200);
+  EXPECT_EQ(feature(rmsnorm, "op_reductions"), 1);
+  EXPECT_EQ(feature(rmsnorm, "op_math_calls"), 1);  // sqrt
+  Problem unknown = problem_of("rmsnorm", DType::kF32, {1024, 64});
+  unknown.mix = {};
+  EXPECT_TRUE(std::isnan(feature(cost_features(unknown, 4, c, h200), "op_arith")))
+      << "a workload that does not count its op leaves the features missing";
+  const Problem relu_add = problem_of("relu_add", DType::kF32, {4096});
+  EXPECT_EQ(relu_add.mix.arith, 2);  // max and +
+  EXPECT_EQ(relu_add.mix.math_calls, 0);
+  const Candidate pw{Backend::kNvrtc, Config::parse("ept=1 fast=1 grid=0 threads=256 vec=4")};
+  EXPECT_TRUE(std::isnan(feature(cost_features(relu_add, 4, pw, h200), "op_arith"))) << "row ops only";
+  EXPECT_EQ(problem_of("sigmoid_mul_tanh_add", DType::kBF16, {4096}).mix.math_calls, 2);  // tanh, exp
+}
+
 TEST(CostFeatures, ReadAnOldRecordsMissingParametersAsTheirAbsentValues) {
   const ArchLimits& h200 = require_arch("sm_90");
   const Candidate old{Backend::kHalide, Config::parse("threads=256")};
