@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fusekit {
@@ -62,6 +63,11 @@ class ParamSpace {
   // A rule that says why a config breaks it (empty when it holds), such as
   // a template's can_implement, which the printers call too.
   void require_that(std::function<std::string(const Config&)> why_not);
+  // Two parameters whose product matters more than either (a row's threads
+  // per block and the blocks it is split over): a search's step from one
+  // schedule to the next also doubles one while it halves the other.
+  void trade(std::string a, std::string b) { trades_.emplace_back(std::move(a), std::move(b)); }
+  const std::vector<std::pair<std::string, std::string>>& trades() const { return trades_; }
 
   const std::vector<ParamDomain>& domains() const { return domains_; }
   // Product of the searched domains' sizes, legal or not.
@@ -80,6 +86,7 @@ class ParamSpace {
  private:
   std::vector<ParamDomain> domains_;
   std::vector<Constraint> constraints_;
+  std::vector<std::pair<std::string, std::string>> trades_;
 };
 
 }  // namespace fusekit

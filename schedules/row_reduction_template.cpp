@@ -164,6 +164,8 @@ ParamSpace RowReductionTemplate::space(const ArchLimits& arch, Backend backend, 
   require_cached_row_options(&s, element_bytes, traits);
   require_register_budget(&s, arch, element_bytes, inputs, traits);
   require_shared_memory(&s, arch, element_bytes, inputs);
+  // threads x split is a row's threads: 512 x 4 and 1024 x 2 cover a row alike.
+  s.trade("threads", "split");
   return s;
 }
 

@@ -46,7 +46,8 @@ class Space {
     return std::nullopt;
   }
 
-  // The legal schedules one parameter away from `c`, in a fixed order.
+  // The legal schedules one step away from `c`, in a fixed order: a traded
+  // pair moved together (ParamSpace::trade), then one parameter changed.
   std::vector<Candidate> neighbours(const Candidate& c) const {
     std::vector<Candidate> out;
     if (listed()) {
@@ -54,6 +55,13 @@ class Space {
         if (one_apart(o.config, c.config)) out.push_back(o);
       return out;
     }
+    for (const auto& [a, b] : drawn_->trades())
+      for (const auto& [up, down] : {std::pair{a, b}, std::pair{b, a}}) {
+        Config n = c.config;
+        n.set(up, c.config.get_or(up, 1) * 2);
+        n.set(down, c.config.get_or(down, 1) / 2);
+        if (c.config.get_or(down, 1) % 2 == 0 && drawn_->legal(n)) out.push_back({backend_, std::move(n)});
+      }
     for (const ParamDomain& d : drawn_->domains()) {
       if (!d.searched) continue;
       for (int64_t v : d.values) {

@@ -259,6 +259,31 @@ TEST(GuidedStrategy, DrawsFromASpaceTooLargeToList) {
   for (const std::string& c : model.predicted_configs) EXPECT_TRUE(space.legal(Config::parse(c))) << c;
 }
 
+// A traded pair (a row's threads and split) moves together from a new best,
+// before any one parameter does: 512 x 4 -> 1024 x 2 is one step.
+TEST(GuidedStrategy, ANewBestsTradedPairMovesTogetherFirst) {
+  ParamSpace space;
+  std::vector<int64_t> values;
+  for (int v = 0; v < 100; ++v) values.push_back(v);
+  space.add("i", values);
+  space.add("threads", {256, 512, 1024});
+  space.add("split", {1, 2, 4, 8});
+  space.trade("threads", "split");
+  FakeModel model;
+  GuidedOptions o;
+  o.pool = 10, o.grow = 2, o.explore = 0, o.picks_per_problem = 1, o.seeds_first = true;
+  o.seeds = {Config::parse("i=0 split=4 threads=512")};
+  auto s = make_guided_strategy(space, Backend::kNvrtc, model, {problem(1024)}, 4, o, 5);
+  const auto b = s->next_batch(1);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(b[0].config.to_string(), "i=0 split=4 threads=512");
+  s->notify(b, {timed(5, 0)});
+  s->next_batch(1);
+  EXPECT_EQ(model.predicted_configs.count("i=0 split=2 threads=1024"), 1u) << "threads up, split down";
+  EXPECT_EQ(model.predicted_configs.count("i=0 split=8 threads=256"), 1u) << "threads down, split up";
+  EXPECT_EQ(model.predicted_configs.count("i=1 split=4 threads=512"), 0u) << "grow=2: the trades came first";
+}
+
 // The first batch ranks the seeds alone, the later ones the whole pool (the
 // seeds included); per problem, each problem's best-ranked seed.
 TEST(GuidedStrategy, TheFirstBatchRanksTheSeedsAlone) {
