@@ -17,6 +17,12 @@ std::vector<Candidate> space(int n) {
   return v;
 }
 
+std::vector<int64_t> zero_to(int64_t last) {
+  std::vector<int64_t> v;
+  for (int64_t x = 0; x <= last; ++x) v.push_back(x);
+  return v;
+}
+
 Problem problem(int64_t n) {
   Problem p;
   p.domain = {n};
@@ -230,8 +236,7 @@ TEST(GuidedStrategy, AProblemThatStopsImprovingRetires) {
 // seeds join it, and a new best brings its legal neighbours.
 TEST(GuidedStrategy, DrawsFromASpaceTooLargeToList) {
   ParamSpace space;
-  std::vector<int64_t> values;
-  for (int v = 0; v < 100; ++v) values.push_back(v);
+  const std::vector<int64_t> values = zero_to(99);
   space.add("i", values);
   space.add("k", values);
   space.require("i + k divisible by 3", [](const Config& c) { return (c.get("i") + c.get("k")) % 3 == 0; });
@@ -263,9 +268,7 @@ TEST(GuidedStrategy, DrawsFromASpaceTooLargeToList) {
 // before any one parameter does: 512 x 4 -> 1024 x 2 is one step.
 TEST(GuidedStrategy, ANewBestsTradedPairMovesTogetherFirst) {
   ParamSpace space;
-  std::vector<int64_t> values;
-  for (int v = 0; v < 100; ++v) values.push_back(v);
-  space.add("i", values);
+  space.add("i", zero_to(99));
   space.add("threads", {256, 512, 1024});
   space.add("split", {1, 2, 4, 8});
   space.trade("threads", "split");
