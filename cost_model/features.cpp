@@ -161,8 +161,9 @@ std::vector<float> cost_features(const Problem& problem, size_t bytes_per_elemen
                      rows_kind ? log2_or_nan(resident_rows * cols * elem * std::max(1.0, full_inputs) / arch.l2_bytes) : nan,
                      rows_kind ? log2_or_nan(rows / arch.sm_count) : nan,
                      std::fmod(aligned_extent, vec_of) != 0 ? 1.0 : 0.0,
-                     std::log(roofline_us(problem, bytes_per_element, arch)), rows_kind ? known(problem.mix.reductions) : nan,
-                     rows_kind ? known(problem.mix.math_calls) : nan, rows_kind ? known(problem.mix.arith) : nan});
+                     std::log(roofline_us(problem, bytes_per_element, arch)),
+                     rows_kind ? known(problem.mix.reductions) : nan, rows_kind ? known(problem.mix.math_calls) : nan,
+                     rows_kind ? known(problem.mix.arith) : nan});
   return {f.begin(), f.end()};
 }
 
