@@ -136,11 +136,14 @@ class GpuExecutor final : public DeviceExecutor {
     info_.l2_bytes = l2;
     info_.driver_version = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
     info_.measured = true;
+    size_t memory = 0;
+    check(drv_->cuDeviceTotalMem(&memory, dev_), "cuDeviceTotalMem");
+    problem_budget_ = memory / 4;
     open_context();
   }
 
   ~GpuExecutor() override {
-    release_problem();
+    release_problems();
     modules_.clear();
     destroy_events();
     if (stream_) drv_->cuStreamDestroy(stream_);
@@ -197,13 +200,13 @@ class GpuExecutor final : public DeviceExecutor {
 
   // After a sticky fault: drop everything tied to the context and reset it.
   void recover(const HostProblem& host) {
-    // Modules and events belong to the dead context: forget them without
-    // calling the driver on them.
+    // Modules, events and problem buffers belong to the dead context:
+    // forget them without calling the driver on them.
     for (auto& [k, m] : modules_) m->release();
     modules_.clear();
     events_.clear();
-    problem_.base = 0;
-    problem_.key.clear();
+    problem_ = PreparedProblem{};
+    parked_.clear();
     stream_ = nullptr;
     drv_->cuDevicePrimaryCtxRelease(dev_);
     drv_->cuDevicePrimaryCtxReset(dev_);
@@ -212,15 +215,59 @@ class GpuExecutor final : public DeviceExecutor {
     prepare(host);
   }
 
-  void release_problem() {
-    if (problem_.base) {
-      // Lines it leaves at evict_last would hold L2 from the next problem.
-      MeasureResult ignored;
-      reset_l2_priorities(&ignored);
-      drv_->cuStreamSynchronize(stream_);
-      drv_->cuMemFree(problem_.base);
-    }
+  // Frees every problem's device copy.
+  void release_problems() {
+    park_problem();
+    free_parked(0);
+  }
+
+  // Sets the current problem aside, still on the device (newest last).
+  void park_problem() {
+    if (!problem_.base) return;
+    // Lines it leaves at evict_last would hold L2 from the next problem.
+    MeasureResult ignored;
+    reset_l2_priorities(&ignored);
+    problem_.host = nullptr;
+    parked_.push_back(std::move(problem_));
     problem_ = PreparedProblem{};
+  }
+
+  // Takes the parked copy of `key` back as the current problem, if held.
+  bool unpark_problem(const std::string& key) {
+    const auto it = std::find_if(parked_.begin(), parked_.end(), [&](const auto& p) { return p.key == key; });
+    if (it == parked_.end()) return false;
+    problem_ = std::move(*it);
+    parked_.erase(it);
+    return true;
+  }
+
+  // Frees the oldest parked copies until they hold at most `keep` bytes.
+  void free_parked(size_t keep) {
+    auto held = [&] {
+      size_t n = 0;
+      for (const PreparedProblem& p : parked_) n += p.set_bytes * p.sets;
+      return n;
+    };
+    if (!parked_.empty()) drv_->cuStreamSynchronize(stream_);
+    while (!parked_.empty() && held() > keep) {
+      drv_->cuMemFree(parked_.front().base);
+      parked_.erase(parked_.begin());
+    }
+  }
+
+  // Device memory for a new problem, within the share that problems may
+  // hold; where other processes left less free than that, every parked
+  // copy goes before the allocation fails.
+  CUdeviceptr allocate_problem(size_t bytes) {
+    free_parked(problem_budget_ > bytes ? problem_budget_ - bytes : 0);
+    CUdeviceptr base = 0;
+    CUresult r = drv_->cuMemAlloc(&base, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && !parked_.empty()) {
+      free_parked(0);
+      r = drv_->cuMemAlloc(&base, bytes);
+    }
+    check(r, "cuMemAlloc (problem buffers)");
+    return base;
   }
 
   // Sets the L2 eviction priority of the problem's buffers back to normal
@@ -246,11 +293,16 @@ class GpuExecutor final : public DeviceExecutor {
   }
 
   void prepare(const HostProblem& host) {
-    if (host.key == problem_.key) {
-      problem_.host = &host;
-      return;
+    if (host.key != problem_.key) {
+      park_problem();
+      if (!unpark_problem(host.key)) upload_problem(host);
     }
-    release_problem();
+    problem_.host = &host;
+  }
+
+  // The problem's inputs copied to the device in as many sets as
+  // PreparedProblem::sets, as the current problem.
+  void upload_problem(const HostProblem& host) {
     PreparedProblem p;
     p.key = host.key;
     p.host = &host;
@@ -264,7 +316,7 @@ class GpuExecutor final : public DeviceExecutor {
     // (peers.py rotates two sets as well).
     const double want = 2.5 * info_.l2_bytes;
     p.sets = static_cast<int>(std::min(4096.0, std::max(2.0, std::ceil(want / static_cast<double>(off)))));
-    check(drv_->cuMemAlloc(&p.base, p.set_bytes * p.sets), "cuMemAlloc (problem buffers)");
+    p.base = allocate_problem(p.set_bytes * p.sets);
     for (size_t i = 0; i < host.inputs.size(); ++i)
       check(drv_->cuMemcpyHtoD(p.base + p.input_offsets[i], host.inputs[i].bytes.data(), host.inputs[i].bytes.size()),
             "cuMemcpyHtoD");
@@ -460,6 +512,12 @@ class GpuExecutor final : public DeviceExecutor {
   DeviceInfo info_;
   int count_ = 0;
   PreparedProblem problem_;
+  // Problems run before, kept on the device (oldest first): a guided
+  // search's every batch cycles through its task's timed shapes, and copying
+  // each one's inputs up again per batch cost it time the full search's one
+  // batch per task did not.
+  std::vector<PreparedProblem> parked_;
+  size_t problem_budget_ = 0;  // bytes the parked problems may hold: a quarter of the GPU's memory
   std::map<std::string, std::unique_ptr<LoadedKernel>> modules_;
   const KernelArtifact l2_reset_ = l2_reset_artifact();
   std::vector<CUevent> events_;
