@@ -50,6 +50,9 @@ po::options_description cmd_tune_options() {
       ("guided-picks", po::value<int>()->default_value(1),
        "--search guided: N, each shape's own N favourites per batch; 0, the favourites are shared, each timed at "
        "every shape, until a batch improves no shape (more timings: docs/architecture.md)")
+      ("guided-rank-specialized",
+       "--search guided, row ops on a GPU: the model ranks each schedule as built for the shape's row length, "
+       "as the search's leaders end up (not yet measured against the default)")
       ("cost-model", po::value<std::string>(),
        "a learned model from `fusekit model train`: guides --search guided (default: the one beside --db), and "
        "without a GPU of the arch gives the modeled times")

@@ -16,6 +16,7 @@ TunerOptions tuner_options(const po::variables_map& vm) {
   if (vm.count("guided-picks"))
     options.guided.picks_per_problem =
         static_cast<size_t>(int_at_least(vm, "guided-picks", 0, "0 (shared picks) or more"));
+  options.rank_specialized = vm.count("guided-rank-specialized") > 0;
   options.seed = static_cast<uint64_t>(vm["seed"].as<int>());
   options.measure.launch_deadline_s = vm["launch-deadline"].as<double>();
   if (!(options.measure.launch_deadline_s >= 0.1 && options.measure.launch_deadline_s <= 86400))

@@ -360,7 +360,10 @@ class GuidedStrategy final : public SearchStrategy {
   // `open` in the model's order for problem `pi`.
   std::vector<size_t> ranked(const std::vector<size_t>& open, size_t pi) const {
     std::vector<Candidate> cands;
-    for (size_t i : open) cands.push_back(known_[i].candidate);
+    for (size_t i : open) {
+      cands.push_back(known_[i].candidate);
+      if (options_.rank_as) cands.back().config = options_.rank_as(cands.back().config, problems_[pi]);
+    }
     const std::vector<double> t = model_.predict(problems_[pi], elem_bytes_, cands);
     std::vector<size_t> order(open.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;

@@ -9,6 +9,7 @@
 // Database writes happen in the Tuner, never inside strategies.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -179,6 +180,11 @@ struct GuidedOptions {
   // The first batch's picks are ranked among `seeds` alone (the rest of the
   // pool from the second batch on).
   bool seeds_first = true;
+  // Set: the model ranks what each schedule will be timed as in the end at a
+  // problem (a row search's leaders are built again for the row length)
+  // instead of the schedule itself; what is timed and learned stays the
+  // schedule.
+  std::function<Config(const Config&, const Problem&)> rank_as;
 };
 // Model-guided search (search/guided_strategy.cpp): each batch is each
 // problem's own picks_per_problem favourites of the pool by `model` (with

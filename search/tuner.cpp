@@ -336,6 +336,11 @@ class TuneRun {
     if (options_.guide) {
       GuidedOptions guided = options_.guided;
       for (const Candidate& c : seeds_for(backend, space)) guided.seeds.push_back(c.config);
+      if (options_.rank_specialized && task_.kind == TemplateKind::kRowReduction && dev_.measured &&
+          options_.specialize > 0)
+        guided.rank_as = [](const Config& c, const Problem& p) {
+          return RowReductionTemplate::specialize(c, p.domain.front());
+        };
       if (all.empty()) return make_guided_strategy(space, backend, *options_.guide, problems_, elem_bytes_, guided, seed);
       return make_guided_strategy(all, *options_.guide, problems_, elem_bytes_, guided, seed);
     }

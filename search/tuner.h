@@ -118,6 +118,10 @@ struct TunerOptions {
   // where that is more, ended by a plateau (make_plateau_stop).
   std::shared_ptr<CostModel> guide;
   size_t guided_batch = 4;
+  // Guided row searches that specialize their leaders (GPU, `specialize` >
+  // 0): the model ranks each schedule as built for the problem's row length
+  // (GuidedOptions::rank_as; off by default until measured).
+  bool rank_specialized = false;
   GuidedOptions guided;
   MeasureOptions measure;
   Provenance provenance;

@@ -305,6 +305,24 @@ TEST(GuidedStrategy, TheFirstBatchRanksTheSeedsAlone) {
   EXPECT_EQ(per->batch_problems(), (std::vector<std::vector<int>>{{0, 1}}));
 }
 
+// With rank_as, the model ranks each schedule as it will be timed in the end
+// (here: i reversed, the problem's length added); the batch is the schedules.
+TEST(GuidedStrategy, RanksEachScheduleAsItWillBeTimedInTheEnd) {
+  FakeModel model;
+  GuidedOptions o = shared(0);
+  o.rank_as = [](const Config& c, const Problem& p) {
+    Config built = c;
+    built.set("i", 19 - c.get("i"));
+    built.set("len", p.domain.front());
+    return built;
+  };
+  auto s = make_guided_strategy(space(20), model, {problem(1024)}, 4, o, 7);
+  const std::vector<Candidate> b = s->next_batch(2);
+  EXPECT_EQ(ids(b), (std::vector<int64_t>{19, 18}));
+  EXPECT_FALSE(b[0].config.values().count("len")) << "timed as itself";
+  EXPECT_TRUE(model.predicted_configs.count("i=0 len=1024")) << "ranked as built";
+}
+
 TEST(PlateauStop, StopsAfterABatchThatImprovesNothingBeyondItsSpread) {
   auto stop = make_plateau_stop(100, 1, 0.01);
   stop->update({timed(10, 0, 0.04), timed(12, 0)});  // first times: progress

@@ -522,6 +522,7 @@ class CountingModel final : public CostModel {
       : model_(make_analytic_cost_model(arch)), shuffled_(shuffled) {}
   std::vector<double> predict(const Problem& p, size_t bpe, const std::vector<Candidate>& batch) const override {
     std::vector<double> t = model_->predict(p, bpe, batch);
+    for (const Candidate& c : batch) ranked_lengths.insert(c.config.get_or("len", 0));
     for (size_t i = 0; shuffled_ && i < t.size(); ++i)
       t[i] *= 1.0 + static_cast<double>(std::hash<std::string>()(p.shape_text + batch[i].config.to_string()) % 100) / 100;
     return t;
@@ -535,6 +536,7 @@ class CountingModel final : public CostModel {
   int updates = 0;
   size_t timed = 0;
   size_t largest = 0;  // the most schedules one update brought
+  mutable std::set<int64_t> ranked_lengths;  // the `len` of every schedule predicted (0: generic)
 
  private:
   std::unique_ptr<CostModel> model_;
@@ -598,6 +600,26 @@ TEST(Tuner, GuidedSearchTimesEachShapesFavouriteThere) {
   EXPECT_GE(everywhere, 1u) << "the random picks";
   EXPECT_LT(records, 5 * shapes.size() * 2 / 3) << records << " records of " << shapes.size() << " schedules";
   EXPECT_LE(guide->largest, 1u + 2u) << "an update holds a shape's own pick and the random one (or another's)";
+}
+
+// With rank_specialized, a guided row search's model ranks each schedule as
+// built for the shape's row length, while what it times stays generic until
+// the leaders' specialization; without, it ranks the generic schedules.
+TEST(Tuner, AGuidedRowSearchCanRankSchedulesAsBuiltForTheRowLength) {
+  for (bool rank_specialized : {false, true}) {
+    SCOPED_TRACE(rank_specialized);
+    ModelTuning t("layernorm", DType::kBF16, "sm_90", {{4096, 64}, {16384, 16}});
+    auto guide = std::make_shared<CountingModel>(t.arch);
+    TunerOptions opt;
+    opt.guide = guide;
+    opt.rank_specialized = rank_specialized;
+    tune_on_fake_gpu(t, opt, 24, Backend::kNvrtc);
+    const std::set<int64_t> lengths = rank_specialized ? std::set<int64_t>{4096, 16384} : std::set<int64_t>{0};
+    EXPECT_EQ(guide->ranked_lengths, lengths);
+    size_t generic = 0;
+    for (const auto& r : t.db->all()) generic += Config::parse(r.params).get_or("len", 0) == 0;
+    EXPECT_GT(generic, 2u) << "the search's own picks are timed generic";
+  }
 }
 
 // A guided row search times each length's fastest schedule of the first
