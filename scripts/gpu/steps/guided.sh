@@ -7,23 +7,29 @@
 # OPS (silu_mul,layernorm), DTYPES (f32,bf16), BACKENDS (nvrtc), BUDGET (24),
 # TUNE_TIMEOUT (100 s per run), MODES ("full guided"; "guided" alone when the
 # full run's export is at hand from an earlier call), GUIDED_ARGS (more
-# `fusekit tune` arguments for the guided run). About 5 minutes.
+# `fusekit tune` arguments for the guided run); GUIDED_B_ARGS set: a second
+# guided run with those arguments instead (mode guided_b, after the others),
+# compared with the full run in compare_b.json / compare_b.txt, so that two
+# guided variants meet one full run in one call. About 5 minutes a run pair.
 need_bins fusekit
 ops=${OPS:-silu_mul,layernorm}
 dtypes=${DTYPES:-f32,bf16}
 train_db=/tmp/fusekit-guided-train.db
-rm -f "$train_db" /tmp/fusekit-guided-full.db /tmp/fusekit-guided-guided.db
+rm -f "$train_db"
 step train a cost model without "$ops"
 "$bin/fusekit" db import --db "$train_db" bench/results/*records.jsonl.gz >>"$log" 2>&1
 note import $?
 "$bin/fusekit" model train --db "$train_db" --hold-out "$ops" --out "$out/model.json" >>"$log" 2>&1
 note train $?
-for mode in ${MODES:-full guided}; do
+for mode in ${MODES:-full guided} ${GUIDED_B_ARGS:+guided_b}; do
   step "tune $ops ($mode)"
   db=/tmp/fusekit-guided-$mode.db
+  rm -f "$db"
   extra=()
   # shellcheck disable=SC2206
   [ "$mode" = guided ] && extra=(--search guided --cost-model "$out/model.json" ${GUIDED_ARGS:-})
+  # shellcheck disable=SC2206
+  [ "$mode" = guided_b ] && extra=(--search guided --cost-model "$out/model.json" ${GUIDED_B_ARGS})
   start=$(date +%s)
   timeout "${TUNE_TIMEOUT:-100}" "$bin/fusekit" tune --arch sm_90 --pattern "$ops" --dtype "$dtypes" \
     --backend "${BACKENDS:-nvrtc}" --budget "${BUDGET:-24}" "${extra[@]}" --db "$db" \
@@ -39,4 +45,10 @@ python3 bench/guided_compare.py "$out/full.jsonl" "$out/guided.jsonl" "$out/wall
   >"$out/compare.txt" 2>>"$log"
 note compare $?
 cat "$out/compare.txt" >>"$log"
+if [ -f "$out/guided_b.jsonl" ]; then
+  python3 bench/guided_compare.py "$out/full.jsonl" "$out/guided_b.jsonl" "$out/walls.txt" "$out/compare_b.json" \
+    >"$out/compare_b.txt" 2>>"$log"
+  note compare_b $?
+  cat "$out/compare_b.txt" >>"$log"
+fi
 finish
