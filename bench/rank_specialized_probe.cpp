@@ -1,9 +1,10 @@
 // Offline check of `tune --guided-rank-specialized` on recorded times: at
 // each recorded H200 row shape of a held-out op, a model trained without
 // the op ranks the NVRTC row seeds (the guided search's first batch) as
-// they are and as built for the row length; printed per shape, each
-// ranking's top seed, the recorded time of that seed built for the length
-// (the leader's end; "-" where no run timed it) over the shape's best.
+// they are and as built for the row length; printed per shape, for each
+// ranking's top seed, the recorded time of it generic and of its build for
+// the length (the leader's end), over the shape's best ("-": no run timed
+// it), and a tally over the shapes.
 //
 //   rank_specialized_probe MODEL_DIR RECORDS.jsonl OP...
 //
@@ -88,6 +89,15 @@ struct Tally {
   }
 };
 
+// The NVRTC row seeds, spelled as the space completes them (as records are).
+std::vector<Config> row_seeds(const ArchLimits& arch, int bytes) {
+  const ParamSpace space = template_space(TemplateKind::kRowReduction, arch, Backend::kNvrtc, bytes, 1);
+  std::vector<Config> seeds;
+  for (const Config& s : template_seeds(TemplateKind::kRowReduction, Backend::kNvrtc, bytes))
+    if (space.legal(s)) seeds.push_back(space.complete(s));
+  return seeds;
+}
+
 void probe_op(const std::string& dir, const Recorded& rec, const std::string& op, Tally* tally) {
   const auto model = LearnedCostModel::load(dir + "/" + op + ".json");
   const ArchLimits& arch = require_arch("sm_90");
@@ -99,10 +109,7 @@ void probe_op(const std::string& dir, const Recorded& rec, const std::string& op
     int64_t rows = 0, cols = 0;
     if (std::sscanf(shape.c_str(), "%ldx%ld", &rows, &cols) != 2) continue;
     const Problem p = make_candidate_workload(find_pattern(op), dt)->problem({cols, rows});
-    const ParamSpace space = template_space(TemplateKind::kRowReduction, arch, Backend::kNvrtc, bytes, 1);
-    std::vector<Config> seeds;
-    for (const Config& s : template_seeds(TemplateKind::kRowReduction, Backend::kNvrtc, bytes))
-      if (space.legal(s)) seeds.push_back(space.complete(s));
+    const std::vector<Config> seeds = row_seeds(arch, bytes);
     auto built = [&](const Config& c) { return RowReductionTemplate::specialize(c, cols); };
     const Config generic = top_seed(*model, p, bytes, seeds, [](const Config& c) { return c; });
     const Config as_built = top_seed(*model, p, bytes, seeds, built);
