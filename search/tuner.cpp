@@ -278,7 +278,7 @@ class TuneRun {
     if (task_.kind == TemplateKind::kPointwise && backend == Backend::kNvrtc && dev_.measured &&
         options_.hint_twins > 0)
       time_hint_twins(backend, space, timed);
-    if (task_.kind == TemplateKind::kRowReduction && dev_.measured && options_.specialize > 0) {
+    if (specializes_rows()) {
       // A guided search ends on its leaders' specializations alone: replayed
       // over its H100 runs, the full search's wider list timed 168 where
       // those were 18 and beat them by at most 1.8 % (docs/architecture.md).
@@ -313,8 +313,7 @@ class TuneRun {
       const std::vector<MeasureResult> results = run_batch(backend, batch, built, verify_problem_, &timed, where);
       strategy->notify(batch, results);
       stop->update(results);
-      if (done == 0 && options_.guide && task_.kind == TemplateKind::kRowReduction && dev_.measured &&
-          options_.specialize > 0)
+      if (done == 0 && options_.guide && specializes_rows())
         time_leaders_specialized(backend, space, timed);
       done += batch.size();
       progress(std::string(backend_name(backend)) + ": " + std::to_string(done) + "/" + std::to_string(budget) +
@@ -336,8 +335,7 @@ class TuneRun {
     if (options_.guide) {
       GuidedOptions guided = options_.guided;
       for (const Candidate& c : seeds_for(backend, space)) guided.seeds.push_back(c.config);
-      if (options_.rank_specialized && task_.kind == TemplateKind::kRowReduction && dev_.measured &&
-          options_.specialize > 0)
+      if (options_.rank_specialized && specializes_rows())
         guided.rank_as = [](const Config& c, const Problem& p) {
           return RowReductionTemplate::specialize(c, p.domain.front());
         };
@@ -353,6 +351,12 @@ class TuneRun {
   }
 
   bool per_problem() const { return options_.guide && options_.guided.picks_per_problem > 0; }
+
+  // Whether the fastest row schedules are built again for their row length
+  // (GPU only: the model cannot tell a specialized kernel apart).
+  bool specializes_rows() const {
+    return task_.kind == TemplateKind::kRowReduction && dev_.measured && options_.specialize > 0;
+  }
 
   // A guided search whose problems each retire on their own plateau ends
   // when all have (or at the budget); one whose picks are shared ends on the
