@@ -6,7 +6,7 @@ set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$root/.device/bin" "$root/.device/debs"
-for b in cli/fusekit tests/gpu_test tests/gemm_gpu_test tests/fuzz_corpus bench/copy_bandwidth bench/dispatch_bench bench/gemm_race; do
+for b in cli/fusekit tests/gpu_test tests/gemm_gpu_test tests/fuzz_corpus bench/copy_bandwidth bench/dispatch_bench bench/gemm_race bench/guided_rematch; do
   strip -o "$root/.device/bin/$(basename "$b")" "$root/$build/$b"
 done
 mkdir -p "$root/.device/lib"

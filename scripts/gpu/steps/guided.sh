@@ -11,6 +11,9 @@
 # guided run with those arguments instead (mode guided_b, after the others),
 # compared with the full run in compare_b.json / compare_b.txt, so that two
 # guided variants meet one full run in one call. About 5 minutes a run pair.
+# Where .device/bin/guided_rematch was carried (REMATCH=0: skip), each guided
+# run's pick after at most 8 timed and the full run's winner are timed again
+# side by side -> rematch.json / rematch.txt (rematch_b.*).
 need_bins fusekit
 ops=${OPS:-silu_mul,layernorm}
 dtypes=${DTYPES:-f32,bf16}
@@ -51,4 +54,14 @@ if [ -f "$out/guided_b.jsonl" ]; then
   note compare_b $?
   cat "$out/compare_b.txt" >>"$log"
 fi
+[ -x "$bin/guided_rematch" ] && [ "${REMATCH:-1}" = 1 ] || finish
+for mode in guided guided_b; do
+  [ -f "$out/$mode.jsonl" ] || continue
+  suffix=${mode#guided}
+  step "time the full winner and the $mode pick again side by side"
+  "$bin/guided_rematch" "$out/full.jsonl" "$out/$mode.jsonl" "$out/rematch$suffix.json" \
+    >"$out/rematch$suffix.txt" 2>>"$log"
+  note "rematch$suffix" $?
+  cat "$out/rematch$suffix.txt" >>"$log"
+done
 finish
