@@ -92,12 +92,14 @@ Rematch rematch(const Key& key, const Timed& full, const Timed& guided, int repe
     std::vector<MeasureInput> batch;
     for (size_t i = 0; i < schedules.size(); ++i) batch.push_back({&schedules[i], &built[i].artifact});
     if (r % 2) std::reverse(batch.begin(), batch.end());
-    auto results = measurer->measure(*wl, p, batch, opts);
-    if (r % 2) std::reverse(results.begin(), results.end());
-    for (const auto& m : results)
+    const auto results = measurer->measure(*wl, p, batch, opts);
+    for (size_t k = 0; k < results.size(); ++k) {
+      const MeasureResult& m = results[k];
       if (m.status != RecordStatus::kOk) return {0, 0, std::string(record_status_name(m.status)) + ": " + m.error};
-    f.push_back(results.front().median_us);
-    g.push_back(results.back().median_us);
+      const bool is_full = batch[candidate_index(results, k)].candidate == &schedules.front();
+      (is_full ? f : g).push_back(m.median_us);
+      if (same) g.push_back(m.median_us);
+    }
   }
   return {median(f), median(g), ""};
 }
