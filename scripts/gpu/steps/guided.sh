@@ -13,7 +13,8 @@
 # guided variants meet one full run in one call. About 5 minutes a run pair.
 # Where .device/bin/guided_rematch was carried (REMATCH=0: skip), each guided
 # run's pick after at most 8 timed and the full run's winner are timed again
-# side by side -> rematch.json / rematch.txt (rematch_b.*).
+# side by side -> rematch.json / rematch.txt (rematch_b.*), and so are the two
+# runs' final winners -> rematch_final.* (rematch_b_final.*).
 need_bins fusekit
 ops=${OPS:-silu_mul,layernorm}
 dtypes=${DTYPES:-f32,bf16}
@@ -57,11 +58,14 @@ fi
 [ -x "$bin/guided_rematch" ] && [ "${REMATCH:-1}" = 1 ] || finish
 for mode in guided guided_b; do
   [ -f "$out/$mode.jsonl" ] || continue
-  suffix=${mode#guided}
-  step "time the full winner and the $mode pick again side by side"
-  "$bin/guided_rematch" "$out/full.jsonl" "$out/$mode.jsonl" "$out/rematch$suffix.json" \
-    >"$out/rematch$suffix.txt" 2>>"$log"
-  note "rematch$suffix" $?
-  cat "$out/rematch$suffix.txt" >>"$log"
+  for picks in 8 100000; do  # the fastest of the first 8 timed; the final winner
+    name=rematch${mode#guided}
+    [ "$picks" = 8 ] || name+=_final
+    step "time the full winner and the $mode pick ($name) again side by side"
+    "$bin/guided_rematch" "$out/full.jsonl" "$out/$mode.jsonl" "$out/$name.json" "$picks" \
+      >"$out/$name.txt" 2>>"$log"
+    note "$name" $?
+    cat "$out/$name.txt" >>"$log"
+  done
 done
 finish
