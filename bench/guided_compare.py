@@ -11,7 +11,8 @@ specializations last); each run's wall time (WALLS.txt: "MODE wall_s S").
 A shape also counts as a tie when the guided winner is within the full
 winner's own run-to-run spread (p20 to p80 over its median) where that is
 wider than 3 %: at a few microseconds the best of 30 noisy timings sits
-lower than the best of 15 whatever the schedules.
+lower than the best of 15 whatever the schedules. How far one schedule's
+times in the two runs differ, under and over 20 us, is printed last.
 """
 import json
 import sys
@@ -20,6 +21,7 @@ from collections import defaultdict
 
 WITHIN = 1.03
 MAX_TIMED = 8  # the issue's bar: within 3 % after at most this many timed schedules
+SPLIT_US = 20.0  # kernels shorter than this are noisy between runs (timed_twice)
 
 
 def runs(path):
@@ -44,6 +46,26 @@ def timed_until(times, target_us, within=WITHIN):
         if us <= within * target_us:
             return k
     return None
+
+
+def timed_twice(full_path, guided_path, split_us=SPLIT_US):
+    """The same schedule at the same shape in both runs: its guided time over its full one, p10 / median / p90,
+    for kernels under and over split_us (by the full run's time). How far two runs' times of one kernel
+    differ bounds what a comparison of their recorded bests can tell."""
+    def times(path):
+        with open(path) as f:
+            recs = [json.loads(line) for line in f]
+        return {(r["pattern"], r["dtype"], r["shape"], r["params"]): r["median_us"] for r in recs if r["status"] == "ok"}
+    full, guided = times(full_path), times(guided_path)
+    groups = {"under": [], "over": []}
+    for key, us in guided.items():
+        if key in full:
+            groups["under" if full[key] < split_us else "over"].append(us / full[key])
+    def quantiles(v):
+        v = sorted(v)
+        return {"n": len(v), **({q: v[int(f * (len(v) - 1))] for q, f in (("p10", .1), ("median", .5), ("p90", .9))}
+                                if v else {})}
+    return {"split_us": split_us, **{k: quantiles(v) for k, v in groups.items()}}
 
 
 def spread(record):
@@ -83,7 +105,7 @@ def main(full_path, guided_path, walls_path, out_path):
     summary = {"shapes": len(rows), "within_3pct": within, "within_3pct_in_8": in_8, "tie_in_8": tie_8,
                "full_timed": sum(r["full_timed"] for r in rows),
                "guided_timed": sum(r["guided_timed"] for r in rows),
-               "wall_s": walls}
+               "wall_s": walls, "timed_twice": timed_twice(full_path, guided_path)}
     with open(out_path, "w") as f:
         json.dump({"summary": summary, "shapes": rows}, f, indent=1)
     print(f"{'op':20} {'dtype':5} {'shape':12} {'full n':>6} {'full us':>9} {'guided n':>8} {'guided us':>9} "
@@ -98,6 +120,12 @@ def main(full_path, guided_path, walls_path, out_path):
     print(f"within 3 %: {within}/{len(rows)}; within 3 % after at most {MAX_TIMED} timed: {in_8}/{len(rows)} "
           f"(or tied within the full winner's spread: {tie_8}/{len(rows)}); "
           f"timed {summary['guided_timed']} guided vs {summary['full_timed']} full; wall {walls}")
+    twice = summary["timed_twice"]
+    for group in ("under", "over"):
+        g = twice[group]
+        if g["n"]:
+            print(f"one schedule timed in both runs, {group} {SPLIT_US:g} us: guided over full p10 {g['p10']:.3f}, "
+                  f"median {g['median']:.3f}, p90 {g['p90']:.3f} ({g['n']} schedules)")
 
 
 if __name__ == "__main__":
