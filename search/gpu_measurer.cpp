@@ -11,7 +11,11 @@
 // with the L2 eviction priority of those buffers set back to normal: a
 // kernel with L2::evict_last loads leaves lines that outlast a later
 // kernel's own normal-priority traffic, and that kernel would be timed with
-// part of its input in L2 (docs/architecture.md, "Decisions and findings"). A kernel that faults the
+// part of its input in L2 (docs/architecture.md, "Decisions and findings"). With
+// MeasureOptions::queue_us a block first waits behind a kernel that spins on
+// every SM, so its launches are already queued when they run (experimental:
+// a few-microsecond kernel launched as the host issues it is timed partly
+// as the host's launch). A kernel that faults the
 // context (illegal address, ...) becomes a fault record and the
 // primary context is reset before the next candidate. The host data (inputs,
 // reference) comes prepared (search/host_problem.h), so the same executor
@@ -65,6 +69,40 @@ $L_done:
   ret;
 }
 )ptx";
+
+// fk_spin(ns): each thread waits until `ns` nanoseconds of the GPU's global
+// timer have passed since it started.
+constexpr const char* kSpinPtx = R"ptx(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry fk_spin(.param .u64 fk_ns)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [fk_ns];
+  mov.u64 %rd2, %globaltimer;
+$L_wait:
+  mov.u64 %rd3, %globaltimer;
+  sub.u64 %rd4, %rd3, %rd2;
+  setp.lt.u64 %p1, %rd4, %rd1;
+  @%p1 bra $L_wait;
+  ret;
+}
+)ptx";
+
+// The spin as an artifact: the wait in nanoseconds is the domain's n; a
+// block of 32 threads per SM, so every SM stays busy.
+KernelArtifact spin_artifact() {
+  KernelArtifact a;
+  a.backend = "measurer";
+  a.image_kind = ImageKind::kPtx;
+  a.image = kSpinPtx;
+  a.entry = "fk_spin";
+  a.block[0] = 32;
+  a.grid[0] = LaunchExpr::symbol("sm_count");
+  a.params = {{KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}};
+  return a;
+}
 
 // The reset as an artifact, so it loads and launches as candidates do: one
 // pointer (input 0) and the line count (the domain's n), 4 blocks of 256
@@ -176,8 +214,8 @@ class GpuExecutor final : public DeviceExecutor {
         MeasureResult& res = out[t.index];
         if (res.status != RecordStatus::kOk) continue;  // failed in an earlier round
         const int n = t.samples * (r + 1) / rounds - t.samples * r / rounds;
-        if (step) step(t.index, 1e-6 * t.est_us * (n + 2));
-        time_block(t, n, &res);
+        if (step) step(t.index, 1e-6 * (t.est_us * (n + 2) + options.queue_us));
+        time_block(t, n, options.queue_us, &res);
         if (broken_) recover(host);
       }
     for (MeasureResult& res : out) {
@@ -289,6 +327,26 @@ class GpuExecutor final : public DeviceExecutor {
     if (st.ok()) return true;
     res->status = RecordStatus::kLaunchError;
     res->error = "L2 priority reset: " + st.message();
+    return false;
+  }
+
+  // Keeps every SM busy for `us` microseconds (none: nothing), so that what
+  // the host issues next is queued behind it; false, with `res` set to a
+  // launch error, if the spin does not load or launch.
+  bool spin(double us, MeasureResult* res) {
+    if (us <= 0) return true;
+    LoadedKernel* mod = module_for(spin_, res);
+    if (!mod) {
+      res->error = "queue spin: " + res->error;
+      return false;
+    }
+    LaunchShape shape;
+    shape.domain = {static_cast<int64_t>(us * 1000.0)};
+    shape.sm_count = info_.sm_count;
+    const Status st = launch_kernel(*drv_, spin_, mod->function(), shape, LaunchArgs{}, stream_);
+    if (st.ok()) return true;
+    res->status = RecordStatus::kLaunchError;
+    res->error = "queue spin: " + st.message();
     return false;
   }
 
@@ -486,13 +544,16 @@ class GpuExecutor final : public DeviceExecutor {
     return false;
   }
 
-  // One round's block of `t`: the problem's L2 priorities reset, two
-  // launches of warm-up (another kernel ran before), then `n` timed ones,
-  // their times appended to res->samples_us.
-  void time_block(Timer& t, int n, MeasureResult* res) {
+  // One round's block of `t`: with queue_us, a spin the rest waits behind;
+  // the problem's L2 priorities reset, two launches of warm-up (another
+  // kernel ran before), then `n` timed ones, their times appended to
+  // res->samples_us.
+  void time_block(Timer& t, int n, double queue_us, MeasureResult* res) {
     if (n <= 0) return;
     ensure_events(2 * static_cast<size_t>(n));  // again after a context reset
-    if (!reset_l2_priorities(res) || !launch_block(t, 2, res) || !launch_block(t, n, res, true)) return;
+    if (!spin(queue_us, res) || !reset_l2_priorities(res) || !launch_block(t, 2, res) ||
+        !launch_block(t, n, res, true))
+      return;
     const CUresult r = drv_->cuEventSynchronize(events_[2 * n - 1]);
     if (r != CUDA_SUCCESS) {
       *res = fail(r, "timed runs");
@@ -520,6 +581,7 @@ class GpuExecutor final : public DeviceExecutor {
   size_t problem_budget_ = 0;  // bytes the parked problems may hold: a quarter of the GPU's memory
   std::map<std::string, std::unique_ptr<LoadedKernel>> modules_;
   const KernelArtifact l2_reset_ = l2_reset_artifact();
+  const KernelArtifact spin_ = spin_artifact();
   std::vector<CUevent> events_;
   std::vector<HostTensor> got_;  // a candidate's outputs, copied back to be verified
   bool broken_ = false;

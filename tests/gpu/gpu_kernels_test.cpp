@@ -472,5 +472,23 @@ TEST_F(GpuKernels, TimingGivesManyPositiveSamples) {
   EXPECT_LE(r.median_us, r.p80_us);
 }
 
+// With --queue-us each block waits behind a spinning kernel: the samples
+// are still the kernel's own (positive, ordered) and the spin's time is not
+// in them (a 5 ms spin against a kernel of well under 1 ms).
+TEST_F(GpuKernels, QueuedTimingLeavesTheSpinOutOfTheSamples) {
+  const auto& c = find_pattern("relu_add");
+  auto wl = make_candidate_workload(c, DType::kF32);
+  Candidate cand{Backend::kNvrtc, Config::parse("threads=256 vec=4 ept=1 grid=0 fast=0")};
+  BuildResult b = build_f32(c, cand);
+  ASSERT_TRUE(b.ok) << b.error;
+  MeasureOptions queued;
+  queued.queue_us = 5000;
+  MeasureResult r = measurer_->measure(*wl, wl->problem({4099}), {{&cand, &b.artifact}}, queued).front();
+  ASSERT_EQ(r.status, RecordStatus::kOk) << r.error;
+  EXPECT_GE(r.samples_us.size(), 30u);
+  EXPECT_GT(r.median_us, 0.0);
+  EXPECT_LT(r.p80_us, 1000.0);
+}
+
 }  // namespace
 }  // namespace fusekit

@@ -62,6 +62,23 @@ TEST(MeasureWire, ArtifactsAndProblemsRoundTrip) {
   EXPECT_THROW(r.u64(), InternalError);  // nothing left
 }
 
+TEST(MeasureWire, OptionsRoundTrip) {
+  MeasureOptions o;
+  o.time = false;
+  o.max_samples = 123;
+  o.rounds = 7;
+  o.queue_us = 750.0;
+  Writer w;
+  write_options(w, o);
+  Reader r(w.data());
+  const MeasureOptions p = read_options(r);
+  EXPECT_FALSE(p.time);
+  EXPECT_EQ(p.max_samples, 123);
+  EXPECT_EQ(p.rounds, 7);
+  EXPECT_EQ(p.queue_us, 750.0);
+  EXPECT_THROW(r.u64(), InternalError);  // nothing left
+}
+
 void expect_same_tensors(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {

@@ -7,7 +7,8 @@
 # OPS (silu_mul,layernorm), DTYPES (f32,bf16), BACKENDS (nvrtc), BUDGET (24),
 # TUNE_TIMEOUT (100 s per run), MODES ("full guided"; "guided" alone when the
 # full run's export is at hand from an earlier call), GUIDED_ARGS (more
-# `fusekit tune` arguments for the guided run); GUIDED_B_ARGS set: a second
+# `fusekit tune` arguments for the guided run), TUNE_ARGS (for every run, e.g.
+# `--queue-us 1000`); GUIDED_B_ARGS set: a second
 # guided run with those arguments instead (mode guided_b, after the others),
 # compared with the full run in compare_b.json / compare_b.txt, so that two
 # guided variants meet one full run in one call. About 5 minutes a run pair.
@@ -29,11 +30,12 @@ for mode in ${MODES:-full guided} ${GUIDED_B_ARGS:+guided_b}; do
   step "tune $ops ($mode)"
   db=/tmp/fusekit-guided-$mode.db
   rm -f "$db"
-  extra=()
   # shellcheck disable=SC2206
-  [ "$mode" = guided ] && extra=(--search guided --cost-model "$out/model.json" ${GUIDED_ARGS:-})
+  extra=(${TUNE_ARGS:-})
   # shellcheck disable=SC2206
-  [ "$mode" = guided_b ] && extra=(--search guided --cost-model "$out/model.json" ${GUIDED_B_ARGS})
+  [ "$mode" = guided ] && extra+=(--search guided --cost-model "$out/model.json" ${GUIDED_ARGS:-})
+  # shellcheck disable=SC2206
+  [ "$mode" = guided_b ] && extra+=(--search guided --cost-model "$out/model.json" ${GUIDED_B_ARGS})
   start=$(date +%s)
   timeout "${TUNE_TIMEOUT:-100}" "$bin/fusekit" tune --arch sm_90 --pattern "$ops" --dtype "$dtypes" \
     --backend "${BACKENDS:-nvrtc}" --budget "${BUDGET:-24}" "${extra[@]}" --db "$db" \
