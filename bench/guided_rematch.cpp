@@ -66,47 +66,78 @@ struct Rematch {
   std::string error;
 };
 
-// Builds both schedules and times them in one batch per repeat, the order
-// swapped each time; the same schedule twice is timed once, as itself.
-Rematch rematch(const Key& key, const Timed& full, const Timed& guided, int repeats) {
-  const auto& [op, dtype, shape] = key;
-  const FusionCandidate& cand = find_pattern(op);
-  const DType dt = *parse_dtype(dtype);
-  auto wl = make_candidate_workload(cand, dt);
-  const auto outer_first = parse_shape_text(shape);
-  if (!outer_first) return {0, 0, "shape '" + shape + "' does not parse"};
-  const Problem p = wl->problem(std::vector<int64_t>(outer_first->rbegin(), outer_first->rend()));
-  const bool same = full.candidate.backend == guided.candidate.backend && full.candidate.config == guided.candidate.config;
-  std::vector<Candidate> schedules = {full.candidate};
-  if (!same) schedules.push_back(guided.candidate);
-  const auto built = make_kernel_builder(cand, dt, require_arch(full.arch))->build(schedules);
-  for (const auto& b : built)
-    if (!b.ok) return {0, 0, "build: " + b.error};
-  static const auto measurer = make_gpu_measurer();
+// Times `schedules` (built) together in one batch per repeat, the order
+// swapped each time; per schedule, its median time in each repeat.
+std::vector<std::vector<double>> time_together(Measurer& measurer, const Workload& wl, const Problem& p,
+                                               const std::vector<Candidate>& schedules,
+                                               const std::vector<BuildResult>& built, int repeats, std::string* error) {
   MeasureOptions opts;
   opts.target_ms = 100.0;
   opts.max_samples = 3000;
   opts.rounds = 20;
-  std::vector<double> f, g;
+  std::vector<std::vector<double>> us(schedules.size());
   for (int r = 0; r < repeats; ++r) {
     std::vector<MeasureInput> batch;
     for (size_t i = 0; i < schedules.size(); ++i) batch.push_back({&schedules[i], &built[i].artifact});
     if (r % 2) std::reverse(batch.begin(), batch.end());
-    const auto results = measurer->measure(*wl, p, batch, opts);
+    const auto results = measurer.measure(wl, p, batch, opts);
     for (size_t k = 0; k < results.size(); ++k) {
       const MeasureResult& m = results[k];
-      if (m.status != RecordStatus::kOk) return {0, 0, std::string(record_status_name(m.status)) + ": " + m.error};
-      const bool is_full = batch[candidate_index(results, k)].candidate == &schedules.front();
-      (is_full ? f : g).push_back(m.median_us);
-      if (same) g.push_back(m.median_us);
+      if (m.status != RecordStatus::kOk) {
+        *error = std::string(record_status_name(m.status)) + ": " + m.error;
+        return {};
+      }
+      us[static_cast<size_t>(batch[candidate_index(results, k)].candidate - schedules.data())].push_back(m.median_us);
     }
   }
-  return {median(f), median(g), ""};
+  return us;
+}
+
+// Builds both schedules and times them side by side; the same schedule
+// twice is timed once, as itself.
+Rematch rematch(Measurer& measurer, const Key& key, const Timed& full, const Timed& guided, int repeats) {
+  const auto& [op, dtype, shape] = key;
+  const auto dt = parse_dtype(dtype);
+  const auto outer_first = parse_shape_text(shape);
+  if (!dt || !outer_first) return {0, 0, "dtype '" + dtype + "' or shape '" + shape + "' does not parse"};
+  const FusionCandidate& cand = find_pattern(op);
+  auto wl = make_candidate_workload(cand, *dt);
+  const Problem p = wl->problem(std::vector<int64_t>(outer_first->rbegin(), outer_first->rend()));
+  const bool same = full.candidate.backend == guided.candidate.backend && full.candidate.config == guided.candidate.config;
+  std::vector<Candidate> schedules = {full.candidate};
+  if (!same) schedules.push_back(guided.candidate);
+  const auto built = make_kernel_builder(cand, *dt, require_arch(full.arch))->build(schedules);
+  for (const auto& b : built)
+    if (!b.ok) return {0, 0, "build: " + b.error};
+  std::string error;
+  const auto us = time_together(measurer, *wl, p, schedules, built, repeats, &error);
+  if (!error.empty()) return {0, 0, error};
+  return {median(us.front()), median(us.back()), ""};
+}
+
+// One shape's line on stdout and its row of OUT.json.
+nlohmann::json report_row(const Key& key, const Timed& full, const Timed& guided, const Rematch& m) {
+  const auto& [op, dtype, shape] = key;
+  nlohmann::json row = {{"pattern", op}, {"dtype", dtype}, {"shape", shape},
+                        {"full_params", full.candidate.config.to_string()},
+                        {"guided_params", guided.candidate.config.to_string()},
+                        {"recorded_ratio", guided.us / full.us}};
+  if (!m.error.empty()) {
+    row["error"] = m.error;
+    std::printf("%-20s %-5s %-12s %s\n", op.c_str(), dtype.c_str(), shape.c_str(), m.error.c_str());
+    return row;
+  }
+  const double ratio = m.guided_us / m.full_us;
+  row.update({{"full_us", m.full_us}, {"guided_us", m.guided_us}, {"ratio", ratio}, {"within_3pct", ratio <= 1.03}});
+  std::printf("%-20s %-5s %-12s %9.2f %9.2f %7.3f  %.3f\n", op.c_str(), dtype.c_str(), shape.c_str(), m.full_us,
+              m.guided_us, ratio, guided.us / full.us);
+  return row;
 }
 
 int run(const std::string& full_path, const std::string& guided_path, const std::string& out_path, size_t max_timed,
         int repeats) {
   const auto full = read_runs(full_path), guided = read_runs(guided_path);
+  const auto measurer = make_gpu_measurer();  // first: no GPU is one error, not one per shape
   nlohmann::json rows = nlohmann::json::array();
   int compared = 0, within = 0, failed = 0;
   std::printf("%-20s %-5s %-12s %9s %9s %7s  %s\n", "op", "dtype", "shape", "full us", "guided us", "ratio",
@@ -116,24 +147,16 @@ int run(const std::string& full_path, const std::string& guided_path, const std:
     if (g == guided.end()) continue;
     const Timed& fw = fastest(full_timed, full_timed.size());
     const Timed& gw = fastest(g->second, max_timed);
-    const Rematch m = rematch(key, fw, gw, repeats);
-    const auto& [op, dtype, shape] = key;
-    nlohmann::json row = {{"pattern", op}, {"dtype", dtype}, {"shape", shape},
-                          {"full_params", fw.candidate.config.to_string()},
-                          {"guided_params", gw.candidate.config.to_string()},
-                          {"recorded_ratio", gw.us / fw.us}};
-    if (!m.error.empty()) {
-      ++failed;
-      row["error"] = m.error;
-      std::printf("%-20s %-5s %-12s %s\n", op.c_str(), dtype.c_str(), shape.c_str(), m.error.c_str());
-    } else {
-      const double ratio = m.guided_us / m.full_us;
-      ++compared;
-      within += ratio <= 1.03;
-      row.update({{"full_us", m.full_us}, {"guided_us", m.guided_us}, {"ratio", ratio}, {"within_3pct", ratio <= 1.03}});
-      std::printf("%-20s %-5s %-12s %9.2f %9.2f %7.3f  %.3f\n", op.c_str(), dtype.c_str(), shape.c_str(), m.full_us,
-                  m.guided_us, ratio, gw.us / fw.us);
+    Rematch m;
+    try {
+      m = rematch(*measurer, key, fw, gw, repeats);
+    } catch (const UserError& e) {  // an op not in the catalog (an --expr tune), an unknown arch
+      m.error = e.what();
     }
+    const nlohmann::json row = report_row(key, fw, gw, m);
+    failed += !m.error.empty();
+    compared += m.error.empty();
+    within += m.error.empty() && row["within_3pct"].get<bool>();
     rows.push_back(row);
   }
   std::printf("timed again side by side: the guided pick after at most %zu timed within 3 %% of the full winner at "
