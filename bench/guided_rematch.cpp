@@ -103,7 +103,8 @@ Rematch rematch(Measurer& measurer, const Key& key, const Timed& full, const Tim
   const FusionCandidate& cand = find_pattern(op);
   auto wl = make_candidate_workload(cand, *dt);
   const Problem p = wl->problem(std::vector<int64_t>(outer_first->rbegin(), outer_first->rend()));
-  const bool same = full.candidate.backend == guided.candidate.backend && full.candidate.config == guided.candidate.config;
+  const bool same =
+      full.candidate.backend == guided.candidate.backend && full.candidate.config == guided.candidate.config;
   std::vector<Candidate> schedules = {full.candidate};
   if (!same) schedules.push_back(guided.candidate);
   const auto built = make_kernel_builder(cand, *dt, require_arch(full.arch))->build(schedules);

@@ -162,15 +162,16 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
                            {"schedules", g.schedules}, {"learned_pick", g.learned_pick}, {"best", g.best},
                            {"learned_top1", g.learned_top1},
                            {"learned_top1_beyond_spread", g.learned_top1_beyond_spread},
+                           {"generic_pick", g.generic_pick}, {"generic_top1", g.generic_top1},
                            {"learned_top8", g.learned_top8}, {"analytic_top1", g.analytic_top1},
                            {"analytic_top8", g.analytic_top8}, {"guided", g.guided},
                            {"guided_static", g.guided_static}, {"analytic_order", g.analytic_order},
                            {"random_order", g.random_order}, {"stop_after", g.stop_after},
                            {"stop_regret", g.stop_regret}});
   // The table: regret in percent, searches in timed candidates.
-  std::printf("%-28s %-22s %6s %21s %21s %21s %21s %21s %17s %17s\n", "holdout", "kind", "groups",
-              "learned top1 med/p90/max", "beyond spread", "analytic top1", "learned top8", "analytic top8",
-              "guided med/p90/<=8", "analytic order");
+  std::printf("%-28s %-22s %6s %21s %21s %21s %21s %21s %21s %17s %17s\n", "holdout", "kind", "groups",
+              "learned top1 med/p90/max", "beyond spread", "generic top1", "analytic top1", "learned top8",
+              "analytic top8", "guided med/p90/<=8", "analytic order");
   for (const auto& [holdout, kinds] : j["summary"].items())
     for (const auto& [kind, k] : kinds.items()) {
       auto pct = [&](const char* r) {
@@ -187,9 +188,9 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
                       100 * s["share_at_most_8"].get<double>());
         return std::string(buf);
       };
-      std::printf("%-28s %-22s %6zu %21s %21s %21s %21s %21s %17s %17s\n", holdout.c_str(), kind.c_str(),
+      std::printf("%-28s %-22s %6zu %21s %21s %21s %21s %21s %21s %17s %17s\n", holdout.c_str(), kind.c_str(),
                   k["groups"].get<size_t>(), pct("learned_top1").c_str(), pct("learned_top1_beyond_spread").c_str(),
-                  pct("analytic_top1").c_str(),
+                  pct("generic_top1").c_str(), pct("analytic_top1").c_str(),
                   pct("learned_top8").c_str(), pct("analytic_top8").c_str(), cnt("guided").c_str(),
                   cnt("analytic_order").c_str());
     }

@@ -286,6 +286,7 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
                          (std::filesystem::path(default_db_path()).parent_path() / "spool").string());
   if (req.shard.count > 1) std::fprintf(stderr, "fusekit: shard %d of %d\n", req.shard.index, req.shard.count);
   TunerOptions options = req.options;
+  options.specialize_modeled = learned != nullptr;
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
 
   const size_t total = req.cands.size() * req.dtypes.size();

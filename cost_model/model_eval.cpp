@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cost_model/features.h"
+#include "schedules/row_reduction_template.h"
 
 namespace fusekit {
 namespace {
@@ -203,6 +204,9 @@ GroupEval evaluate_group(const std::vector<MeasuredSchedule>& schedules, EvalSam
   g.learned_pick = pick.params;
   g.best = fastest.params;
   g.learned_top1_beyond_spread = beyond_spread(pick, fastest);
+  const size_t generic = generic_pick(cands, learned);
+  g.generic_pick = group[generic].params;
+  g.generic_top1 = us[generic] / fastest.us - 1.0;
   g.learned_top8 = top_k_regret(learned, us, 8);
   g.analytic_top1 = top_k_regret(analytic, us, 1);
   g.analytic_top8 = top_k_regret(analytic, us, 8);
@@ -235,6 +239,16 @@ const std::vector<std::pair<std::string, FoldOf>>& holdout_folds() {
 }
 
 }  // namespace
+
+size_t generic_pick(const std::vector<Candidate>& cands, const std::vector<double>& predicted) {
+  size_t pick = cands.size();
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (RowReductionTemplate::fixed_row_length(cands[i].config) == 0 &&
+        (pick == cands.size() || predicted[i] < predicted[pick]))
+      pick = i;
+  if (pick < cands.size()) return pick;
+  return static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+}
 
 bool is_holdout(const std::string& name) {
   const auto& folds = holdout_folds();
@@ -290,6 +304,7 @@ nlohmann::json summarize_eval(const std::vector<GroupEval>& groups) {
       auto& m = by[holdout][kind];
       m["learned_top1"].push_back(g.learned_top1);
       m["learned_top1_beyond_spread"].push_back(g.learned_top1_beyond_spread);
+      m["generic_top1"].push_back(g.generic_top1);
       m["learned_top8"].push_back(g.learned_top8);
       m["analytic_top1"].push_back(g.analytic_top1);
       m["analytic_top8"].push_back(g.analytic_top8);
@@ -306,8 +321,8 @@ nlohmann::json summarize_eval(const std::vector<GroupEval>& groups) {
     for (const auto& [kind, m] : kinds) {
       nlohmann::json k;
       k["groups"] = m.at("learned_top1").size();
-      for (const char* r : {"learned_top1", "learned_top1_beyond_spread", "learned_top8", "analytic_top1",
-                            "analytic_top8", "stop_regret"})
+      for (const char* r : {"learned_top1", "learned_top1_beyond_spread", "generic_top1", "learned_top8",
+                            "analytic_top1", "analytic_top8", "stop_regret"})
         k["regret"][r] = stats(m.at(r));
       for (const char* c : {"guided", "guided_static", "analytic_order", "random_order", "stop_after"})
         k["timed_to_within"][c] = counts(m.at(c));

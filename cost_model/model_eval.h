@@ -41,6 +41,12 @@ struct GroupEval {
   // The learned pick's p20 over the best's p80, minus one, or 0 where the two
   // measurements' p20-p80 ranges overlap: the regret no rerun would erase.
   double learned_top1_beyond_spread = 0;
+  // The learned model's top-1 among the schedules not built for one row
+  // length, over the fastest of all: what a modeled pick would lose if a
+  // tune without a GPU did not build its rows' leaders for their length
+  // (TunerOptions::specialize_modeled).
+  std::string generic_pick;
+  double generic_top1 = 0;
   // Timed candidates until one is within `within` of the best: the guided
   // search (model updated between batches), the same without updates, the
   // analytic model's order, and a random order (expected value).
@@ -48,6 +54,10 @@ struct GroupEval {
   // Where the plateau stop ended the guided search, and the regret there.
   double stop_after = 0, stop_regret = 0;
 };
+
+// The index of the schedule `predicted` ranks first among those not built
+// for one row length (`len`); where all are, the first of all.
+size_t generic_pick(const std::vector<Candidate>& cands, const std::vector<double>& predicted);
 
 // Whether `name` is a holdout evaluate_held_out knows (ModelEvalOptions::holdouts).
 bool is_holdout(const std::string& name);

@@ -352,10 +352,12 @@ class TuneRun {
 
   bool per_problem() const { return options_.guide && options_.guided.picks_per_problem > 0; }
 
-  // Whether the fastest row schedules are built again for their row length
-  // (GPU only: the model cannot tell a specialized kernel apart).
+  // Whether the fastest row schedules are built again for their row length:
+  // on a GPU, or modeled where the model tells such a build apart
+  // (TunerOptions::specialize_modeled; the analytic model cannot).
   bool specializes_rows() const {
-    return task_.kind == TemplateKind::kRowReduction && dev_.measured && options_.specialize > 0;
+    return task_.kind == TemplateKind::kRowReduction && options_.specialize > 0 &&
+           (dev_.measured || options_.specialize_modeled);
   }
 
   // A guided search whose problems each retire on their own plateau ends
@@ -459,7 +461,9 @@ class TuneRun {
       if (m.status == RecordStatus::kOk) ++summary_.measured;
       else if (m.status == RecordStatus::kModeled) ++summary_.modeled;
       else ++summary_.failed;
-      if (timed && m.status == RecordStatus::kOk)
+      // Modeled times count too: what consumes them is gated on a GPU, or on
+      // a model that tells row-length builds apart (specializes_rows).
+      if (timed && (m.status == RecordStatus::kOk || m.status == RecordStatus::kModeled))
         (*timed)[pi].push_back({m.median_us, b.candidates[i].config, resident_warps(arch_, b.built[i].artifact)});
       MeasureResult outcome = m;
       outcome.problem = static_cast<int>(pi);

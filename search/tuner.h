@@ -122,6 +122,10 @@ struct TunerOptions {
   // 0): the model ranks each schedule as built for the problem's row length
   // (GuidedOptions::rank_as; off by default until measured).
   bool rank_specialized = false;
+  // Row reductions without a GPU: specialize as on one, each build ranked by
+  // the cost model. For a learned model, which tells a build for one row
+  // length apart (its `len` feature); the analytic model does not.
+  bool specialize_modeled = false;
   GuidedOptions guided;
   MeasureOptions measure;
   Provenance provenance;

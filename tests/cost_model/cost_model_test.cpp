@@ -367,6 +367,17 @@ TEST_F(LearnedCostModelTest, FallsBackToTheAnalyticModelForAnArchWithoutRecords)
   EXPECT_TRUE(model->knows_arch());
 }
 
+// The generic pick passes over builds for one row length.
+TEST(ModelEval, TheGenericPickPassesOverBuildsForOneRowLength) {
+  auto row = [](const std::string& params) { return Candidate{Backend::kHalide, Config::parse(params)}; };
+  const std::vector<Candidate> cands = {row("lanes=1 len=1024 threads=64 vec=4"), row("lanes=1 threads=128 vec=4"),
+                                        row("lanes=1 threads=64 vec=4")};
+  EXPECT_EQ(generic_pick(cands, {1.0, 3.0, 2.0}), 2u);
+  EXPECT_EQ(generic_pick(cands, {1.0, 2.0, 3.0}), 1u);
+  EXPECT_EQ(generic_pick({cands[0], row("lanes=1 len=1024 threads=128 vec=4")}, {2.0, 1.0}), 1u)
+      << "all built for one length";
+}
+
 TEST(ModelEval, ReportsHeldOutRegretAndGuidedSearches) {
   // Two ops of each kind: quick, and every fold still has training data.
   std::vector<MeasuredSchedule> few;
@@ -386,6 +397,8 @@ TEST(ModelEval, ReportsHeldOutRegretAndGuidedSearches) {
     if (g.learned_pick == g.best) {
       EXPECT_EQ(g.learned_top1_beyond_spread, 0.0) << g.group;
     }
+    EXPECT_EQ(g.generic_pick, g.learned_pick) << "no row-length builds in the sample: " << g.group;
+    EXPECT_EQ(g.generic_top1, g.learned_top1) << g.group;
     EXPECT_GE(g.guided, 1.0) << g.group;
     EXPECT_LE(g.guided, static_cast<double>(g.schedules)) << g.group;
     EXPECT_GE(g.stop_after, 4.0) << "the plateau stop waits for a second batch: " << g.group;

@@ -462,15 +462,29 @@ TEST(Tuner, CappedTwinsLeaveRoomBesideTheHeldRow) {
   EXPECT_EQ(capped_twin_blocks(sm90, bf16, built(512, 32), 2, 1), 0);
 }
 
-// Without a GPU nothing is specialized: the model cannot tell the kernels apart.
-TEST(Tuner, DoesNotSpecializeWithoutAGpu) {
-  ModelTuning t("softmax", DType::kF32, "sm_90", {{4096, 64}});
-  TunerOptions opt;
-  opt.budget = 4;
-  opt.backends = {Backend::kNvrtc};
-  t.run(opt);
-  ASSERT_GT(t.db->size(), 0u);
-  for (const auto& r : t.db->all()) EXPECT_EQ(Config::parse(r.params).get_or("len", 0), 0) << r.params;
+// Without a GPU nothing is specialized unless the model tells a build for
+// one row length apart (specialize_modeled: a learned model); then the
+// modeled fastest are built for the length as on a GPU, and ranked with
+// the rest.
+TEST(Tuner, SpecializesWithoutAGpuOnlyWhereTheModelTellsBuildsApart) {
+  for (bool modeled : {false, true}) {
+    SCOPED_TRACE(modeled);
+    ModelTuning t("softmax", DType::kF32, "sm_90", {{4096, 64}});
+    TunerOptions opt;
+    opt.budget = 4;
+    opt.backends = {Backend::kNvrtc};
+    opt.specialize_modeled = modeled;
+    t.run(opt);
+    ASSERT_GT(t.db->size(), 0u);
+    size_t built_for_length = 0;
+    for (const auto& r : t.db->all()) {
+      EXPECT_EQ(r.status, RecordStatus::kModeled) << r.params;
+      const int64_t len = Config::parse(r.params).get_or("len", 0);
+      EXPECT_TRUE(len == 0 || len == 4096) << r.params;
+      built_for_length += len == 4096;
+    }
+    EXPECT_EQ(built_for_length > 0, modeled);
+  }
 }
 
 // The model's favourites interleave the timed shapes: each shape's
