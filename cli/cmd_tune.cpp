@@ -13,6 +13,7 @@
 #include "cli/tune_options.h"
 #include "cli/tune_shard.h"
 #include "common/errors.h"
+#include "cost_model/learned_cost_model.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/op_traits.h"
 #include "generator/halide/halide_backend.h"
@@ -286,7 +287,10 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
                          (std::filesystem::path(default_db_path()).parent_path() / "spool").string());
   if (req.shard.count > 1) std::fprintf(stderr, "fusekit: shard %d of %d\n", req.shard.index, req.shard.count);
   TunerOptions options = req.options;
-  options.specialize_modeled = learned != nullptr;
+  // A learned model of this arch tells row-length builds apart; one that
+  // falls back on the analytic model for it does not.
+  const auto* knows = dynamic_cast<const LearnedCostModel*>(learned.get());
+  options.specialize_modeled = knows && knows->knows_arch();
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
 
   const size_t total = req.cands.size() * req.dtypes.size();

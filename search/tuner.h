@@ -123,8 +123,8 @@ struct TunerOptions {
   // (GuidedOptions::rank_as; off by default until measured).
   bool rank_specialized = false;
   // Row reductions without a GPU: specialize as on one, each build ranked by
-  // the cost model. For a learned model, which tells a build for one row
-  // length apart (its `len` feature); the analytic model does not.
+  // the cost model. For a learned model of the arch, which tells a build for
+  // one row length apart (its `len` feature); the analytic model does not.
   bool specialize_modeled = false;
   GuidedOptions guided;
   MeasureOptions measure;
