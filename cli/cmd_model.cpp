@@ -44,8 +44,8 @@ std::string default_model_path(const std::string& db) {
   return db + ".cost-model.json";
 }
 
-std::shared_ptr<CostModel> tune_cost_model(const po::variables_map& vm, const std::string& db,
-                                           const ArchLimits& arch) {
+std::shared_ptr<LearnedCostModel> tune_cost_model(const po::variables_map& vm, const std::string& db,
+                                                  const ArchLimits& arch) {
   std::string path;
   if (vm.count("cost-model")) path = vm["cost-model"].as<std::string>();
   else if (vm["search"].as<std::string>() == "guided" && !is_postgres_uri(db) &&

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "cost_model/learned_cost_model.h"
 #include "search/interfaces.h"
 
 namespace fusekit {
@@ -22,7 +23,7 @@ std::string default_model_path(const std::string& db);
 // `fusekit tune`'s --cost-model FILE, else (with --search guided) the
 // model beside the database if there is one, loaded for `arch`; nullptr
 // when neither (a guided search then ranks with the analytic model).
-std::shared_ptr<CostModel> tune_cost_model(const po::variables_map& vm, const std::string& db,
+std::shared_ptr<LearnedCostModel> tune_cost_model(const po::variables_map& vm, const std::string& db,
                                            const ArchLimits& arch);
 
 }  // namespace fusekit

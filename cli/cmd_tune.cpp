@@ -13,7 +13,6 @@
 #include "cli/tune_options.h"
 #include "cli/tune_shard.h"
 #include "common/errors.h"
-#include "cost_model/learned_cost_model.h"
 #include "generator/candidate_workload.h"
 #include "generator/candidates/op_traits.h"
 #include "generator/halide/halide_backend.h"
@@ -275,7 +274,7 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
   if (vm.count("plan")) return cmd_tune_plan(vm);
   TuneRequest req = tune_request(vm);
   const ArchLimits& arch = *req.arch;
-  const std::shared_ptr<CostModel> learned = tune_cost_model(vm, req.db_path, arch);
+  const std::shared_ptr<LearnedCostModel> learned = tune_cost_model(vm, req.db_path, arch);
   if (req.guided)
     req.options.guide = learned ? learned : std::shared_ptr<CostModel>(make_analytic_cost_model(arch));
   if (vm.count("devices")) return tune_on_devices_of(vm, req);
@@ -289,8 +288,7 @@ int cmd_tune(const po::variables_map& vm, const std::vector<std::string>& args) 
   TunerOptions options = req.options;
   // A learned model of this arch tells row-length builds apart; one that
   // falls back on the analytic model for it does not.
-  const auto* knows = dynamic_cast<const LearnedCostModel*>(learned.get());
-  options.specialize_modeled = knows && knows->knows_arch();
+  options.specialize_modeled = learned && learned->knows_arch();
   options.provenance = {FUSEKIT_VERSION, halide_version(), nvrtc_version(), host_name()};
 
   const size_t total = req.cands.size() * req.dtypes.size();
