@@ -90,34 +90,35 @@ $L_wait:
 }
 )ptx";
 
-// The spin as an artifact: the wait in nanoseconds is the domain's n; a
-// block of 32 threads per SM, so every SM stays busy.
-KernelArtifact spin_artifact() {
+// One of the measurer's own PTX kernels as an artifact, so it loads and
+// launches as candidates do.
+KernelArtifact measurer_artifact(const char* ptx, const char* entry, int block, LaunchExpr grid,
+                                 std::vector<KernelParam> params) {
   KernelArtifact a;
   a.backend = "measurer";
   a.image_kind = ImageKind::kPtx;
-  a.image = kSpinPtx;
-  a.entry = "fk_spin";
-  a.block[0] = 32;
-  a.grid[0] = LaunchExpr::symbol("sm_count");
-  a.params = {{KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}};
+  a.image = ptx;
+  a.entry = entry;
+  a.block[0] = block;
+  a.grid[0] = std::move(grid);
+  a.params = std::move(params);
   return a;
 }
 
-// The reset as an artifact, so it loads and launches as candidates do: one
-// pointer (input 0) and the line count (the domain's n), 4 blocks of 256
-// threads per SM.
+// The spin: the wait in nanoseconds is the domain's n; a block of 32 threads
+// per SM, so every SM stays busy.
+KernelArtifact spin_artifact() {
+  return measurer_artifact(kSpinPtx, "fk_spin", 32, LaunchExpr::symbol("sm_count"),
+                           {{KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}});
+}
+
+// The reset: one pointer (input 0) and the line count (the domain's n), 4
+// blocks of 256 threads per SM.
 KernelArtifact l2_reset_artifact() {
-  KernelArtifact a;
-  a.backend = "measurer";
-  a.image_kind = ImageKind::kPtx;
-  a.image = kL2ResetPtx;
-  a.entry = "fk_l2_evict_normal";
-  a.block[0] = 256;
-  a.grid[0] = LaunchExpr::make(LaunchExpr::Op::kMul, {LaunchExpr(4), LaunchExpr::symbol("sm_count")});
-  a.params = {{KernelParam::Kind::kInput, KernelParam::Type::kPtr, 0, {}},
-              {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}};
-  return a;
+  return measurer_artifact(kL2ResetPtx, "fk_l2_evict_normal", 256,
+                           LaunchExpr::make(LaunchExpr::Op::kMul, {LaunchExpr(4), LaunchExpr::symbol("sm_count")}),
+                           {{KernelParam::Kind::kInput, KernelParam::Type::kPtr, 0, {}},
+                            {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}});
 }
 
 bool is_sticky(CUresult r) {
@@ -313,21 +314,10 @@ class GpuExecutor final : public DeviceExecutor {
   // launch error, if the reset kernel does not load or launch.
   bool reset_l2_priorities(MeasureResult* res) {
     if (info_.arch.major < 8 || !problem_.base || !stream_) return true;
-    LoadedKernel* mod = module_for(l2_reset_, res);
-    if (!mod) {
-      res->error = "L2 priority reset: " + res->error;
-      return false;
-    }
-    LaunchShape shape;
-    shape.domain = {static_cast<int64_t>((problem_.set_bytes * problem_.sets + 127) / 128)};
-    shape.sm_count = info_.sm_count;
     LaunchArgs args;
     args.inputs = {problem_.base};
-    const Status st = launch_kernel(*drv_, l2_reset_, mod->function(), shape, args, stream_);
-    if (st.ok()) return true;
-    res->status = RecordStatus::kLaunchError;
-    res->error = "L2 priority reset: " + st.message();
-    return false;
+    return launch_own(l2_reset_, static_cast<int64_t>((problem_.set_bytes * problem_.sets + 127) / 128), args,
+                      "L2 priority reset", res);
   }
 
   // Keeps every SM busy for `us` microseconds (none: nothing), so that what
@@ -335,18 +325,26 @@ class GpuExecutor final : public DeviceExecutor {
   // launch error, if the spin does not load or launch.
   bool spin(double us, MeasureResult* res) {
     if (us <= 0) return true;
-    LoadedKernel* mod = module_for(spin_, res);
+    return launch_own(spin_, static_cast<int64_t>(us * 1000.0), LaunchArgs{}, "queue spin", res);
+  }
+
+  // Launches one of the measurer's own kernels over a domain of `n`; false,
+  // with `res` set to a launch error naming `what`, if it does not load or
+  // launch.
+  bool launch_own(const KernelArtifact& art, int64_t n, const LaunchArgs& args, const char* what,
+                  MeasureResult* res) {
+    LoadedKernel* mod = module_for(art, res);
     if (!mod) {
-      res->error = "queue spin: " + res->error;
+      res->error = std::string(what) + ": " + res->error;
       return false;
     }
     LaunchShape shape;
-    shape.domain = {static_cast<int64_t>(us * 1000.0)};
+    shape.domain = {n};
     shape.sm_count = info_.sm_count;
-    const Status st = launch_kernel(*drv_, spin_, mod->function(), shape, LaunchArgs{}, stream_);
+    const Status st = launch_kernel(*drv_, art, mod->function(), shape, args, stream_);
     if (st.ok()) return true;
     res->status = RecordStatus::kLaunchError;
-    res->error = "queue spin: " + st.message();
+    res->error = std::string(what) + ": " + st.message();
     return false;
   }
 
