@@ -8,6 +8,8 @@
 //
 //   guided_rematch FULL.jsonl GUIDED.jsonl OUT.json [MAX_TIMED=8] [REPEATS=4]
 //
+// (either export may be gzipped.)
+//
 // Why: a run's recorded best is the fastest of tens of noisy timings, so at a
 // few microseconds two runs' recorded bests differ by luck as much as by
 // schedule; timed in one batch, the two schedules share the GPU's state.
@@ -24,6 +26,7 @@
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
 #include "schedules/arch_limits.h"
+#include "tunedb/tune_db.h"
 
 namespace fusekit {
 namespace {
@@ -38,14 +41,11 @@ struct Timed {
 
 // Per op, dtype and shape: the verified records in file order.
 std::map<Key, std::vector<Timed>> read_runs(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError("cannot read " + path + ": pass a `fusekit db export` file");
   std::map<Key, std::vector<Timed>> runs;
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j.value("status", "") != "ok") continue;
-    Candidate c{parse_backend(j["backend"]), Config::parse(j["params"])};
-    runs[{j["pattern"], j["dtype"], j["shape"]}].push_back({c, j["arch"], j["median_us"]});
+  for (const TuningRecord& r : read_jsonl(path)) {
+    if (r.status != RecordStatus::kOk) continue;
+    const Candidate c{parse_backend(r.backend), Config::parse(r.params)};
+    runs[{r.pattern, r.dtype, r.shape}].push_back({c, r.arch, r.median_us});
   }
   return runs;
 }

@@ -9,9 +9,7 @@ need_bins guided_rematch
 for pair in $PAIRS; do
   IFS=: read -r name full guided <<<"$pair"
   step "rematch $name (guided pick after at most ${MAX_TIMED:-8} timed)"
-  zcat -f "$full" >"/tmp/rematch-full.jsonl" && zcat -f "$guided" >"/tmp/rematch-guided.jsonl"
-  note "unpack_$name" $?
-  "$bin/guided_rematch" /tmp/rematch-full.jsonl /tmp/rematch-guided.jsonl "$out/$name.json" "${MAX_TIMED:-8}" \
+  "$bin/guided_rematch" "$full" "$guided" "$out/$name.json" "${MAX_TIMED:-8}" \
     >"$out/$name.txt" 2>>"$log"
   note "rematch_$name" $?
   cat "$out/$name.txt" >>"$log"
