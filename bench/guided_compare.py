@@ -24,19 +24,21 @@ MAX_TIMED = 8  # the issue's bar: within 3 % after at most this many timed sched
 SPLIT_US = 20.0  # kernels shorter than this are noisy between runs (timed_twice)
 
 
-def runs(path):
-    """Per (op, dtype, shape): the verified records' times in file order, and the fastest record."""
+def verified(path):
+    """The export's verified ("ok") records, in file order."""
+    with open(path) as f:
+        return [r for r in map(json.loads, f) if r["status"] == "ok"]
+
+
+def runs(records):
+    """Per (op, dtype, shape): the records' times in order, and the fastest record."""
     times = defaultdict(list)
     best = {}
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            if r["status"] != "ok":
-                continue
-            key = (r["pattern"], r["dtype"], r["shape"])
-            times[key].append(r["median_us"])
-            if key not in best or r["median_us"] < best[key]["median_us"]:
-                best[key] = r
+    for r in records:
+        key = (r["pattern"], r["dtype"], r["shape"])
+        times[key].append(r["median_us"])
+        if key not in best or r["median_us"] < best[key]["median_us"]:
+            best[key] = r
     return times, best
 
 
@@ -48,15 +50,13 @@ def timed_until(times, target_us, within=WITHIN):
     return None
 
 
-def timed_twice(full_path, guided_path, split_us=SPLIT_US):
+def timed_twice(full_records, guided_records, split_us=SPLIT_US):
     """The same schedule at the same shape in both runs: its guided time over its full one, p10 / median / p90,
     for kernels under and over split_us (by the full run's time). How far two runs' times of one kernel
     differ bounds what a comparison of their recorded bests can tell."""
-    def times(path):
-        with open(path) as f:
-            recs = [json.loads(line) for line in f]
-        return {(r["pattern"], r["dtype"], r["shape"], r["params"]): r["median_us"] for r in recs if r["status"] == "ok"}
-    full, guided = times(full_path), times(guided_path)
+    def times(records):
+        return {(r["pattern"], r["dtype"], r["shape"], r["params"]): r["median_us"] for r in records}
+    full, guided = times(full_records), times(guided_records)
     groups = {"under": [], "over": []}
     for key, us in guided.items():
         if key in full:
@@ -73,8 +73,9 @@ def spread(record):
 
 
 def main(full_path, guided_path, walls_path, out_path):
-    full_times, full_best = runs(full_path)
-    guided_times, guided_best = runs(guided_path)
+    full_records, guided_records = verified(full_path), verified(guided_path)
+    full_times, full_best = runs(full_records)
+    guided_times, guided_best = runs(guided_records)
     walls = {}
     with open(walls_path) as f:
         for line in f:
@@ -105,7 +106,7 @@ def main(full_path, guided_path, walls_path, out_path):
     summary = {"shapes": len(rows), "within_3pct": within, "within_3pct_in_8": in_8, "tie_in_8": tie_8,
                "full_timed": sum(r["full_timed"] for r in rows),
                "guided_timed": sum(r["guided_timed"] for r in rows),
-               "wall_s": walls, "timed_twice": timed_twice(full_path, guided_path)}
+               "wall_s": walls, "timed_twice": timed_twice(full_records, guided_records)}
     with open(out_path, "w") as f:
         json.dump({"summary": summary, "shapes": rows}, f, indent=1)
     print(f"{'op':20} {'dtype':5} {'shape':12} {'full n':>6} {'full us':>9} {'guided n':>8} {'guided us':>9} "
