@@ -63,6 +63,23 @@ class GpuKernels : public ::testing::Test {
     return make_kernel_builder(c, DType::kF32, arch())->build({cand}).front();
   }
 
+  // A catalog op's f32 NVRTC schedule built and timed at `domain`; checks
+  // that it verified and gave at least 30 positive samples.
+  MeasureResult time_f32(const char* pattern, const char* params, const std::vector<int64_t>& domain,
+                         const MeasureOptions& options) {
+    const auto& c = find_pattern(pattern);
+    auto wl = make_candidate_workload(c, DType::kF32);
+    Candidate cand{Backend::kNvrtc, Config::parse(params)};
+    BuildResult b = build_f32(c, cand);
+    EXPECT_TRUE(b.ok) << b.error;
+    if (!b.ok) return {};
+    MeasureResult r = measurer_->measure(*wl, wl->problem(domain), {{&cand, &b.artifact}}, options).front();
+    EXPECT_EQ(r.status, RecordStatus::kOk) << r.error;
+    EXPECT_GE(r.samples_us.size(), 30u);
+    EXPECT_GT(r.median_us, 0.0);
+    return r;
+  }
+
   static Measurer* measurer_;
   static std::string skip_reason_;
 };
@@ -459,15 +476,7 @@ TEST_F(GpuKernels, AWrongKernelFailsVerification) {
 }
 
 TEST_F(GpuKernels, TimingGivesManyPositiveSamples) {
-  const auto& c = find_pattern("sigmoid_mul_tanh_add");
-  auto wl = make_candidate_workload(c, DType::kF32);
-  Candidate cand{Backend::kNvrtc, Config::parse("threads=256 vec=4 ept=2 grid=0 fast=0")};
-  BuildResult b = build_f32(c, cand);
-  ASSERT_TRUE(b.ok) << b.error;
-  MeasureResult r = measurer_->measure(*wl, wl->problem({1 << 22}), {{&cand, &b.artifact}}, MeasureOptions{}).front();
-  ASSERT_EQ(r.status, RecordStatus::kOk) << r.error;
-  EXPECT_GE(r.samples_us.size(), 30u);
-  EXPECT_GT(r.median_us, 0.0);
+  const MeasureResult r = time_f32("sigmoid_mul_tanh_add", "threads=256 vec=4 ept=2 grid=0 fast=0", {1 << 22}, {});
   EXPECT_LE(r.p20_us, r.median_us);
   EXPECT_LE(r.median_us, r.p80_us);
 }
@@ -476,17 +485,9 @@ TEST_F(GpuKernels, TimingGivesManyPositiveSamples) {
 // are still the kernel's own (positive, ordered) and the spin's time is not
 // in them (a 5 ms spin against a kernel of well under 1 ms).
 TEST_F(GpuKernels, QueuedTimingLeavesTheSpinOutOfTheSamples) {
-  const auto& c = find_pattern("relu_add");
-  auto wl = make_candidate_workload(c, DType::kF32);
-  Candidate cand{Backend::kNvrtc, Config::parse("threads=256 vec=4 ept=1 grid=0 fast=0")};
-  BuildResult b = build_f32(c, cand);
-  ASSERT_TRUE(b.ok) << b.error;
   MeasureOptions queued;
   queued.queue_us = 5000;
-  MeasureResult r = measurer_->measure(*wl, wl->problem({4099}), {{&cand, &b.artifact}}, queued).front();
-  ASSERT_EQ(r.status, RecordStatus::kOk) << r.error;
-  EXPECT_GE(r.samples_us.size(), 30u);
-  EXPECT_GT(r.median_us, 0.0);
+  const MeasureResult r = time_f32("relu_add", "threads=256 vec=4 ept=1 grid=0 fast=0", {4099}, queued);
   EXPECT_LT(r.p80_us, 1000.0);
 }
 
