@@ -11,9 +11,7 @@
 // MODEL_DIR/OP.json: `fusekit model train --hold-out OP --out ...`;
 // RECORDS.jsonl: `fusekit db export` of the records it was trained on.
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,6 +20,7 @@
 #include "generator/candidate_workload.h"
 #include "generator/candidates/catalog.h"
 #include "schedules/row_reduction_template.h"
+#include "tunedb/tune_db.h"
 
 namespace fusekit {
 namespace {
@@ -35,15 +34,11 @@ struct Recorded {
 
 Recorded read_records(const std::string& path) {
   Recorded r;
-  std::ifstream in(path);
-  if (!in) throw UserError("cannot read " + path);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j.value("status", "") != "ok" || j.value("backend", "") != "nvrtc" || j.value("gpu_name", "") != "NVIDIA H200")
-      continue;
-    const Key k{j["pattern"], j["dtype"], j["shape"]};
-    const double us = j["median_us"];
-    auto [it, fresh] = r.us[k].emplace(j["params"].get<std::string>(), us);
+  for (const TuningRecord& rec : read_jsonl(path)) {
+    if (rec.status != RecordStatus::kOk || rec.backend != "nvrtc" || rec.gpu_name != "NVIDIA H200") continue;
+    const Key k{rec.pattern, rec.dtype, rec.shape};
+    const double us = rec.median_us;
+    auto [it, fresh] = r.us[k].emplace(rec.params, us);
     if (!fresh) it->second = std::min(it->second, us);
     auto [b, first] = r.best.emplace(k, us);
     if (!first) b->second = std::min(b->second, us);
