@@ -64,9 +64,10 @@ po::options_description cmd_tune_options() {
       ("launch-deadline", po::value<double>()->default_value(20.0),
        "seconds a measuring worker may go without word (plus 20x a timed block's expected time) before its "
        "kernel is recorded as a timeout and the worker restarted")
-      ("queue-us", po::value<double>()->default_value(0.0),
-       "experimental: each timed block of launches waits this many microseconds behind a spinning kernel, so "
-       "they run back to back (0: as the host issues them; times of the two ways do not mix)")
+      ("timing", po::value<std::string>()->default_value("issued"),
+       "queued: each timed block of launches waits behind a kernel the host releases once the block is issued, "
+       "so they run back to back; issued: they run as the host issues them (times of the two ways do not mix "
+       "at a few microseconds)")
       ("device", po::value<int>(), "measure on this GPU (an ordinal; default 0, falling back to the model)")
       ("devices", po::value<std::string>(),
        "tune on several GPUs of this host at once, one measuring worker each: all, or ordinals such as 0,1")

@@ -22,11 +22,10 @@ TunerOptions tuner_options(const po::variables_map& vm) {
   if (!(options.measure.launch_deadline_s >= 0.1 && options.measure.launch_deadline_s <= 86400))
     throw UserError("--launch-deadline " + std::to_string(options.measure.launch_deadline_s) +
                     " must be between 0.1 and 86400 seconds");
-  options.measure.queue_us = vm["queue-us"].as<double>();
-  if (!(options.measure.queue_us >= 0 && options.measure.queue_us <= 100000))
-    throw UserError("--queue-us " + std::to_string(options.measure.queue_us) +
-                    " must be between 0 (off) and 100000 microseconds (enough to outlast the host issuing one block "
-                    "of launches, a few microseconds each)");
+  const std::string timing = vm["timing"].as<std::string>();
+  if (timing != "queued" && timing != "issued")
+    throw UserError("--timing '" + timing + "' is not a timing; give queued or issued");
+  options.measure.queued = timing == "queued";
   return options;
 }
 

@@ -64,6 +64,7 @@ Loaded load() {
   bind(lib, "cuMemcpyDtoH_v2", &d.cuMemcpyDtoH, &missing);
   bind(lib, "cuMemcpyDtoDAsync_v2", &d.cuMemcpyDtoDAsync, &missing);
   bind(lib, "cuMemsetD8_v2", &d.cuMemsetD8, &missing);
+  bind(lib, "cuMemsetD32Async", &d.cuMemsetD32Async, &missing);
   bind(lib, "cuStreamCreate", &d.cuStreamCreate, &missing);
   bind(lib, "cuStreamDestroy_v2", &d.cuStreamDestroy, &missing);
   bind(lib, "cuStreamSynchronize", &d.cuStreamSynchronize, &missing);

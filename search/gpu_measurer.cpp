@@ -12,10 +12,11 @@
 // kernel with L2::evict_last loads leaves lines that outlast a later
 // kernel's own normal-priority traffic, and that kernel would be timed with
 // part of its input in L2 (docs/architecture.md, "Decisions and findings"). With
-// MeasureOptions::queue_us a block first waits behind a kernel that spins on
-// every SM, so its launches are already queued when they run (experimental:
-// a few-microsecond kernel launched as the host issues it is timed partly
-// as the host's launch). A kernel that faults the
+// MeasureOptions::queued a block first waits behind a gate, a kernel that
+// spins on every SM until the host, having issued the whole block, releases
+// it from a second stream; the launches then run back to back (a
+// few-microsecond kernel launched as the host issues it is timed partly as
+// the host's launch, nvbench's blocking kernel is the same idea). A kernel that faults the
 // context (illegal address, ...) becomes a fault record and the
 // primary context is reset before the next candidate. The host data (inputs,
 // reference) comes prepared (search/host_problem.h), so the same executor
@@ -34,6 +35,7 @@ namespace fusekit {
 namespace {
 
 constexpr size_t kAlign = 256;
+constexpr double kGateLimitS = 0.02;  // fk_gate's own limit
 size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 // fk_l2_evict_normal(base, lines): applypriority.global.L2::evict_normal on
@@ -70,22 +72,33 @@ $L_done:
 }
 )ptx";
 
-// fk_spin(ns): each thread waits until `ns` nanoseconds of the GPU's global
-// timer have passed since it started.
-constexpr const char* kSpinPtx = R"ptx(.version 7.0
+// fk_gate(word, seq): each thread waits until the 32-bit word at `word` is
+// at least `seq`, or 20 ms of the GPU's global timer have passed, when it
+// adds one to the word after it (the host reads that count: a released gate
+// never times out).
+constexpr const char* kGatePtx = R"ptx(.version 7.0
 .target sm_70
 .address_size 64
-.visible .entry fk_spin(.param .u64 fk_ns)
+.visible .entry fk_gate(.param .u64 fk_word, .param .u64 fk_seq)
 {
-  .reg .pred %p<2>;
-  .reg .b64 %rd<5>;
-  ld.param.u64 %rd1, [fk_ns];
-  mov.u64 %rd2, %globaltimer;
-$L_wait:
+  .reg .pred %p<3>;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [fk_word];
+  ld.param.u64 %rd2, [fk_seq];
+  cvta.to.global.u64 %rd1, %rd1;
+  cvt.u32.u64 %r1, %rd2;
   mov.u64 %rd3, %globaltimer;
-  sub.u64 %rd4, %rd3, %rd2;
-  setp.lt.u64 %p1, %rd4, %rd1;
-  @%p1 bra $L_wait;
+$L_wait:
+  ld.volatile.global.u32 %r2, [%rd1];
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra $L_done;
+  mov.u64 %rd4, %globaltimer;
+  sub.u64 %rd5, %rd4, %rd3;
+  setp.lt.u64 %p2, %rd5, 20000000;
+  @%p2 bra $L_wait;
+  red.global.add.u32 [%rd1+4], 1;
+$L_done:
   ret;
 }
 )ptx";
@@ -105,11 +118,12 @@ KernelArtifact measurer_artifact(const char* ptx, const char* entry, int block, 
   return a;
 }
 
-// The spin: the wait in nanoseconds is the domain's n; a block of 32 threads
-// per SM, so every SM stays busy.
-KernelArtifact spin_artifact() {
-  return measurer_artifact(kSpinPtx, "fk_spin", 32, LaunchExpr::symbol("sm_count"),
-                           {{KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}});
+// The gate: the word (input 0) and the sequence number it waits for (the
+// domain's n); a block of 32 threads per SM, so every SM stays busy.
+KernelArtifact gate_artifact() {
+  return measurer_artifact(kGatePtx, "fk_gate", 32, LaunchExpr::symbol("sm_count"),
+                           {{KernelParam::Kind::kInput, KernelParam::Type::kPtr, 0, {}},
+                            {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}});
 }
 
 // The reset: one pointer (input 0) and the line count (the domain's n), 4
@@ -185,6 +199,8 @@ class GpuExecutor final : public DeviceExecutor {
     release_problems();
     modules_.clear();
     destroy_events();
+    if (gate_word_) drv_->cuMemFree(gate_word_);
+    if (gate_stream_) drv_->cuStreamDestroy(gate_stream_);
     if (stream_) drv_->cuStreamDestroy(stream_);
     drv_->cuDevicePrimaryCtxRelease(dev_);
   }
@@ -215,10 +231,11 @@ class GpuExecutor final : public DeviceExecutor {
         MeasureResult& res = out[t.index];
         if (res.status != RecordStatus::kOk) continue;  // failed in an earlier round
         const int n = t.samples * (r + 1) / rounds - t.samples * r / rounds;
-        if (step) step(t.index, 1e-6 * (t.est_us * (n + 2) + options.queue_us));
-        time_block(t, n, options.queue_us, &res);
+        if (step) step(t.index, 1e-6 * t.est_us * (n + 2) + (options.queued ? kGateLimitS : 0.0));
+        time_block(t, n, options.queued, &res);
         if (broken_) recover(host);
       }
+    if (options.queued) note_gate_timeouts(&out);
     for (MeasureResult& res : out) {
       if (res.status != RecordStatus::kOk) res.samples_us.clear();
       res.summarize();
@@ -235,6 +252,11 @@ class GpuExecutor final : public DeviceExecutor {
     check(drv_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
     check(drv_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
     check(drv_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    check(drv_->cuStreamCreate(&gate_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (gate)");
+    check(drv_->cuMemAlloc(&gate_word_, 8), "cuMemAlloc (gate)");
+    check(drv_->cuMemsetD8(gate_word_, 0, 8), "cuMemsetD8 (gate)");
+    gate_seq_ = 0;
+    gate_timeouts_ = 0;
   }
 
   // After a sticky fault: drop everything tied to the context and reset it.
@@ -247,6 +269,8 @@ class GpuExecutor final : public DeviceExecutor {
     problem_ = PreparedProblem{};
     parked_.clear();
     stream_ = nullptr;
+    gate_stream_ = nullptr;
+    gate_word_ = 0;
     drv_->cuDevicePrimaryCtxRelease(dev_);
     drv_->cuDevicePrimaryCtxReset(dev_);
     open_context();
@@ -320,12 +344,31 @@ class GpuExecutor final : public DeviceExecutor {
                       "L2 priority reset", res);
   }
 
-  // Keeps every SM busy for `us` microseconds (none: nothing), so that what
-  // the host issues next is queued behind it; false, with `res` set to a
-  // launch error, if the spin does not load or launch.
-  bool spin(double us, MeasureResult* res) {
-    if (us <= 0) return true;
-    return launch_own(spin_, static_cast<int64_t>(us * 1000.0), LaunchArgs{}, "queue spin", res);
+  // Queues the gate, which holds every SM until open_gate(); false, with
+  // `res` set to a launch error, if it does not load or launch.
+  bool close_gate(MeasureResult* res) {
+    LaunchArgs args;
+    args.inputs = {gate_word_};
+    return launch_own(gate_, static_cast<int64_t>(++gate_seq_), args, "queued timing's gate", res);
+  }
+
+  // Releases the last gate queued: its word is set from the second stream,
+  // which does not wait behind the first.
+  void open_gate() {
+    drv_->cuMemsetD32Async(gate_word_, static_cast<unsigned>(gate_seq_), 1, gate_stream_);
+  }
+
+  // A gate that timed out let part of its block run as the host issued it:
+  // the run's timed results say so (the count is the gate word's neighbour).
+  void note_gate_timeouts(std::vector<MeasureResult>* out) {
+    unsigned count = 0;
+    if (broken_ || drv_->cuMemcpyDtoH(&count, gate_word_ + 4, sizeof(count)) != CUDA_SUCCESS) return;
+    if (count == gate_timeouts_) return;
+    gate_timeouts_ = count;
+    for (MeasureResult& res : *out)
+      if (res.status == RecordStatus::kOk && !res.samples_us.empty())
+        res.error += std::string(res.error.empty() ? "" : "; ") +
+                     "queued timing: a gate timed out before the host released it, so some launches ran as issued";
   }
 
   // Launches one of the measurer's own kernels over a domain of `n`; false,
@@ -542,16 +585,17 @@ class GpuExecutor final : public DeviceExecutor {
     return false;
   }
 
-  // One round's block of `t`: with queue_us, a spin the rest waits behind;
-  // the problem's L2 priorities reset, two launches of warm-up (another
-  // kernel ran before), then `n` timed ones, their times appended to
-  // res->samples_us.
-  void time_block(Timer& t, int n, double queue_us, MeasureResult* res) {
+  // One round's block of `t`: when queued, behind a gate opened once the
+  // block is issued; the problem's L2 priorities reset, two launches of
+  // warm-up (another kernel ran before), then `n` timed ones, their times
+  // appended to res->samples_us.
+  void time_block(Timer& t, int n, bool queued, MeasureResult* res) {
     if (n <= 0) return;
     ensure_events(2 * static_cast<size_t>(n));  // again after a context reset
-    if (!spin(queue_us, res) || !reset_l2_priorities(res) || !launch_block(t, 2, res) ||
-        !launch_block(t, n, res, true))
-      return;
+    if (queued && !close_gate(res)) return;
+    const bool issued = reset_l2_priorities(res) && launch_block(t, 2, res) && launch_block(t, n, res, true);
+    if (queued) open_gate();  // also after a failed launch, so the gate does not wait out its limit
+    if (!issued) return;
     const CUresult r = drv_->cuEventSynchronize(events_[2 * n - 1]);
     if (r != CUDA_SUCCESS) {
       *res = fail(r, "timed runs");
@@ -579,7 +623,11 @@ class GpuExecutor final : public DeviceExecutor {
   size_t problem_budget_ = 0;  // bytes the parked problems may hold: a quarter of the GPU's memory
   std::map<std::string, std::unique_ptr<LoadedKernel>> modules_;
   const KernelArtifact l2_reset_ = l2_reset_artifact();
-  const KernelArtifact spin_ = spin_artifact();
+  const KernelArtifact gate_ = gate_artifact();
+  CUstream gate_stream_ = nullptr;  // releases gates: never waits behind stream_
+  CUdeviceptr gate_word_ = 0;       // the last gate released, then how many timed out
+  uint64_t gate_seq_ = 0;           // the last gate queued
+  unsigned gate_timeouts_ = 0;      // the count last read
   std::vector<CUevent> events_;
   std::vector<HostTensor> got_;  // a candidate's outputs, copied back to be verified
   bool broken_ = false;

@@ -84,12 +84,12 @@ struct MeasureOptions {
   // this long plus twenty times the step's expected time is killed and the
   // candidate recorded as a timeout.
   double launch_deadline_s = 20.0;
-  // Above 0: each timed block waits on the GPU behind a kernel that spins
-  // this long, so that its launches are queued by the time they run and
-  // each sample is the kernel back to back rather than partly the host's
-  // launch; 0 times launches as the host issues them (records of the two
-  // ways are not comparable at a few microseconds).
-  double queue_us = 0.0;
+  // Each timed block waits on the GPU behind a gate the host opens once it
+  // has issued the whole block, so that the launches run back to back and
+  // each sample is the kernel's own rather than partly the host's launch;
+  // false times launches as the host issues them (records of the two ways
+  // are not comparable at a few microseconds).
+  bool queued = false;
 };
 
 // One built candidate handed to a measurer.

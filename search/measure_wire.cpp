@@ -104,7 +104,7 @@ void walk(Io& io, M& m) {
     io.fields(m.key, m.problem, m.inputs, m.reference, m.slack, m.tolerance, m.params);
   } else if constexpr (std::is_same_v<T, MeasureOptions>) {
     io.fields(m.time, m.min_samples, m.max_samples, m.target_ms, m.rounds, m.seed, m.launch_deadline_s,
-              m.queue_us);
+              m.queued);
   } else if constexpr (std::is_same_v<T, KernelParam>) {
     io.fields(m.kind, m.type, m.index, m.expr);
   } else if constexpr (std::is_same_v<T, KernelArtifact>) {

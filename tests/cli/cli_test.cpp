@@ -56,7 +56,7 @@ TEST_F(Cli, BadInputNamesTheValueAndLeavesTheDatabaseAlone) {
       {"tune --arch sm_90 --pattern relu_add --sizes 8192x1024",
        "size '8192x1024' has 2 dims; relu_add (flat) takes i or an element count"},
       {"tune --arch sm_90 --budget 0", "--budget 0 must be at least 1"},
-      {"tune --arch sm_90 --queue-us -1", "--queue-us -1.000000 must be between 0 (off) and 100000 microseconds"},
+      {"tune --arch sm_90 --timing fast", "--timing 'fast' is not a timing; give queued or issued"},
       {"tune --arch sm_90 --backend triton", "unknown backend 'triton'; known: nvrtc halide"},
       {"tune --arch sm_90 --expr 'out = x +'", "expression:1:10: unexpected end of input"},
       {"tune --arch sm_90 --expr 'out = x' --pattern relu_add", "give --pattern or --expr, not both"},

@@ -8,7 +8,7 @@
 # TUNE_TIMEOUT (100 s per run), MODES ("full guided"; "guided" alone when the
 # full run's export is at hand from an earlier call), GUIDED_ARGS (more
 # `fusekit tune` arguments for the guided run), TUNE_ARGS (for every run, e.g.
-# `--queue-us 1000`); GUIDED_B_ARGS set: a second
+# `--timing queued`); GUIDED_B_ARGS set: a second
 # guided run with those arguments instead (mode guided_b, after the others),
 # compared with the full run in compare_b.json / compare_b.txt, so that two
 # guided variants meet one full run in one call. About 5 minutes a run pair.
