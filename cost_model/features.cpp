@@ -29,7 +29,12 @@ const char* const kDerived[] = {
     // Schema 3: what a row op computes per element (Problem::mix), so that an
     // op never trained on is placed among those of like work; NaN for
     // pointwise ops, whose held-out picks it did not improve (docs/architecture.md).
-    "op_reductions", "op_math_calls", "op_arith"};
+    "op_reductions", "op_math_calls", "op_arith",
+    // Schema 4: the registers a thread may have under the kernel's launch
+    // bounds (occ=1, minb, persist ask ptxas for that many blocks per SM),
+    // which spill_ratio and the register residency now use: capped to full
+    // occupancy, silu_mul's ept=8 pick ran 2.7x its best at 64 M elements.
+    "register_cap", "bound_blocks"};
 
 double log2_or_nan(double x) { return x > 0 ? std::log2(x) : std::numeric_limits<double>::quiet_NaN(); }
 double known(int count) { return count >= 0 ? static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN(); }
@@ -53,7 +58,21 @@ struct Residency {
   double registers = 0;         // estimate: a base plus, per held element, its storage and one f32
   double spill = 0;             // registers over what a thread may have at this block size
   double blocks_per_sm = 0;     // by threads, blocks and registers (at least 1)
+  double cap = 0;               // registers a thread may have
+  double bound_blocks = 0;      // blocks per SM the launch bounds ask for (0: none)
 };
+
+// The blocks per SM a schedule's __launch_bounds__ asks ptxas for, 0 where
+// it asks none: a row kernel's persist (above 1) or minb, a pointwise
+// kernel's occ=1 (blocks of its threads that fill an SM).
+double bound_blocks_per_sm(const Config& c, bool rows_kind, double block_threads, const ArchLimits& arch) {
+  if (rows_kind) {
+    const int64_t persist = c.get_or("persist", 0);
+    return static_cast<double>(persist > 1 ? persist : c.get_or("minb", 0));
+  }
+  if (c.get_or("occ", 0) != 1) return 0;
+  return std::min<double>(arch.max_blocks_per_sm, std::floor(arch.max_threads_per_sm / block_threads));
+}
 
 Residency residency(const Config& c, bool rows_kind, double cols, double chunks, double block_threads,
                     double full_inputs, double elem, const ArchLimits& arch) {
@@ -72,7 +91,10 @@ Residency residency(const Config& c, bool rows_kind, double cols, double chunks,
     r.held = r.elems_per_thread;
     r.registers = 16.0 + r.held * (std::max(1.0, full_inputs) * elem / 4.0 + 1.0);
   }
-  const double cap = std::min<double>(arch.max_registers_per_thread, arch.registers_per_sm / block_threads);
+  r.bound_blocks = bound_blocks_per_sm(c, rows_kind, block_threads, arch);
+  r.cap = std::min<double>(arch.max_registers_per_thread,
+                           arch.registers_per_sm / (block_threads * std::max(1.0, r.bound_blocks)));
+  const double cap = r.cap;
   r.spill = r.registers / cap;
   r.blocks_per_sm = std::max(
       1.0, std::min({static_cast<double>(arch.max_blocks_per_sm), std::floor(arch.max_threads_per_sm / block_threads),
@@ -163,7 +185,7 @@ std::vector<float> cost_features(const Problem& problem, size_t bytes_per_elemen
                      std::fmod(aligned_extent, vec_of) != 0 ? 1.0 : 0.0,
                      std::log(roofline_us(problem, bytes_per_element, arch)),
                      rows_kind ? known(problem.mix.reductions) : nan, rows_kind ? known(problem.mix.math_calls) : nan,
-                     rows_kind ? known(problem.mix.arith) : nan});
+                     rows_kind ? known(problem.mix.arith) : nan, res.cap, res.bound_blocks});
   return {f.begin(), f.end()};
 }
 

@@ -15,7 +15,7 @@ namespace fusekit {
 
 // Bumped whenever a feature is added, removed or computed differently: a
 // saved model of another schema is refused (retrain it).
-constexpr int kCostFeatureSchema = 3;
+constexpr int kCostFeatureSchema = 4;
 
 // The candidate's config with every parameter it lacks that its template's
 // space gives an absent value (a record written before the parameter was
