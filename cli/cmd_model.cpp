@@ -27,6 +27,11 @@ po::options_description cmd_model_options() {
       ("fast-weight", po::value<double>()->default_value(-1),
        "weigh every op/shape group alike and its schedules within 10 % of the best 1 + W times more; < 0: off")
       ("threads", po::value<int>()->default_value(1), "XGBoost threads")
+      ("members", po::value<int>()->default_value(4),
+       "boosters trained alike but for their seed, their predictions averaged")
+      ("seed", po::value<int>()->default_value(1),
+       "XGBoost's random seed (row subsampling): two seeds' evals show how much of a change is the learner's own "
+       "variance")
       ("objective", po::value<std::string>()->default_value("relative"),
        "time (regression on log time over the roofline), relative (on log time over the group's best), pairwise or ndcg (XGBoost's rank:pairwise / rank:ndcg within each op/shape group)")
       ("no-prior", po::bool_switch(), "leave the schedule prior's features out (missing)")
@@ -74,6 +79,8 @@ CostTrainOptions train_options(const po::variables_map& vm) {
   o.rounds = int_at_least(vm, "rounds", 1, "at least 1");
   o.threads = int_at_least(vm, "threads", 1, "at least 1");
   o.max_depth = int_at_least(vm, "depth", 1, "at least 1");
+  o.seed = static_cast<uint64_t>(int_at_least(vm, "seed", 0, "0 or more"));
+  o.members = int_at_least(vm, "members", 1, "at least 1");
   o.eta = vm["eta"].as<double>();
   if (!(o.eta > 0 && o.eta <= 1)) throw UserError("--eta " + std::to_string(o.eta) + ": expected a rate in (0, 1]");
   o.objective = vm["objective"].as<std::string>();
@@ -153,6 +160,8 @@ int model_eval(const po::variables_map& vm, const std::string& db_path) {
   j["unsized_copies"] = options.train.unsized_copies;
   j["depth"] = options.train.max_depth;
   j["eta"] = options.train.eta;
+  j["seed"] = options.train.seed;
+  j["members"] = options.train.members;
   j["guided_batch"] = options.guided_batch;
   j["guided_explore"] = options.guided_explore;
   j["within"] = options.within;

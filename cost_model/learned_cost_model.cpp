@@ -42,7 +42,7 @@ struct Matrix {
 
 // Training samples rows and columns; an update fits every time it was given
 // (a leaf of a single time still counts: min_child_weight 1).
-void set_params(BoosterHandle b, const CostTrainOptions& o, bool update) {
+void set_params(BoosterHandle b, const CostTrainOptions& o, bool update, uint64_t seed) {
   const std::pair<std::string, std::string> params[] = {
       {"objective", is_ranking(o) ? "rank:" + o.objective : "reg:squarederror"},
       {"tree_method", "hist"},
@@ -52,7 +52,7 @@ void set_params(BoosterHandle b, const CostTrainOptions& o, bool update) {
       {"colsample_bytree", update ? "1" : "0.8"},
       {"min_child_weight", update ? "1" : "2"},
       {"nthread", std::to_string(o.threads)},
-      {"seed", std::to_string(o.seed)},
+      {"seed", std::to_string(seed)},
       {"verbosity", "0"}};
   for (const auto& [k, v] : params) check(XGBoosterSetParam(b, k.c_str(), v.c_str()), "parameter");
 }
@@ -173,8 +173,9 @@ const std::vector<std::string>& model_feature_names() {
   return names;
 }
 
-LearnedCostModel::LearnedCostModel(void* booster, CostModelInfo info, CostTrainOptions options, SchedulePrior prior)
-    : booster_(booster),
+LearnedCostModel::LearnedCostModel(std::vector<void*> boosters, CostModelInfo info, CostTrainOptions options,
+                                   SchedulePrior prior)
+    : boosters_(std::move(boosters)),
       info_(std::move(info)),
       options_(std::move(options)),
       arch_(require_arch("sm_90")),
@@ -188,7 +189,9 @@ std::vector<float> LearnedCostModel::features(const Problem& problem, size_t byt
   return f;
 }
 
-LearnedCostModel::~LearnedCostModel() { XGBoosterFree(booster_); }
+LearnedCostModel::~LearnedCostModel() {
+  for (void* b : boosters_) XGBoosterFree(b);
+}
 
 std::unique_ptr<LearnedCostModel> LearnedCostModel::train(const std::vector<CostSample>& samples, CostModelInfo info,
                                                           const CostTrainOptions& options, SchedulePrior prior) {
@@ -196,11 +199,14 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::train(const std::vector<Cost
     throw UserError("no measured records to train a cost model on; tune on a GPU or `fusekit db import` records first");
   const std::unique_ptr<Matrix> m = training_matrix(options.unsized_copies ? with_unsized_copies(samples) : samples,
                                                     options);
-  BoosterHandle b = nullptr;
-  check(XGBoosterCreate(&m->h, 1, &b), "create");
-  std::unique_ptr<LearnedCostModel> model(new LearnedCostModel(b, std::move(info), options, std::move(prior)));
-  set_params(b, options, false);
-  boost(b, *m, options.rounds);
+  std::unique_ptr<LearnedCostModel> model(new LearnedCostModel({}, std::move(info), options, std::move(prior)));
+  for (int k = 0; k < std::max(1, options.members); ++k) {
+    BoosterHandle b = nullptr;
+    check(XGBoosterCreate(&m->h, 1, &b), "create");
+    model->boosters_.push_back(b);
+    set_params(b, options, false, options.seed + k);
+    boost(b, *m, options.rounds);
+  }
   model->info_.feature_schema = kCostFeatureSchema;
   model->info_.xgboost_version = xgboost_version();
   model->info_.training_samples = samples.size();
@@ -208,8 +214,9 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::train(const std::vector<Cost
 }
 
 std::unique_ptr<LearnedCostModel> LearnedCostModel::clone() const {
-  std::unique_ptr<LearnedCostModel> copy(
-      new LearnedCostModel(booster_from(buffer_of(booster_, "ubj")), info_, options_, prior_));
+  std::vector<void*> boosters;
+  for (void* b : boosters_) boosters.push_back(booster_from(buffer_of(b, "ubj")));
+  std::unique_ptr<LearnedCostModel> copy(new LearnedCostModel(std::move(boosters), info_, options_, prior_));
   copy->arch_ = arch_;
   copy->seen_ = seen_;
   copy->seen_problems_ = seen_problems_;
@@ -227,10 +234,15 @@ std::vector<float> LearnedCostModel::predict_rows(const std::vector<std::vector<
   if (rows.empty()) return {};
   refit();
   Matrix m(rows, nullptr);
-  bst_ulong len = 0;
-  const float* out = nullptr;
-  check(XGBoosterPredict(booster_, m.h, 0, 0, 0, &len, &out), "predict");
-  std::vector<float> v(out, out + len);
+  std::vector<float> v(rows.size(), 0.0f);
+  for (void* b : boosters_) {
+    bst_ulong len = 0;
+    const float* out = nullptr;
+    check(XGBoosterPredict(b, m.h, 0, 0, 0, &len, &out), "predict");
+    if (len != v.size()) throw InternalError("xgboost predicted " + std::to_string(len) + " rows of " +
+                                             std::to_string(v.size()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] += out[i] / static_cast<float>(boosters_.size());
+  }
   if (is_ranking(options_))  // a score, higher is faster
     for (float& x : v) x = -x;
   return v;
@@ -262,8 +274,11 @@ void LearnedCostModel::update(const Problem& problem, size_t bytes_per_element, 
 void LearnedCostModel::refit() const {
   if (!stale_) return;
   stale_ = false;
-  set_params(booster_, options_, true);
-  boost(booster_, *training_matrix(seen_, options_), options_.update_rounds);
+  const std::unique_ptr<Matrix> m = training_matrix(seen_, options_);
+  for (size_t k = 0; k < boosters_.size(); ++k) {
+    set_params(boosters_[k], options_, true, options_.seed + k);
+    boost(boosters_[k], *m, options_.update_rounds);
+  }
 }
 
 uint32_t LearnedCostModel::problem_group(const Problem& problem) {
@@ -291,7 +306,8 @@ void LearnedCostModel::save(const std::string& path) const {
   j["fusekit_version"] = info_.fusekit_version;
   j["trained_at"] = info_.trained_at;
   j["prior"] = prior_.to_json();
-  j["booster"] = nlohmann::json::parse(buffer_of(booster_, "json"));
+  j["boosters"] = nlohmann::json::array();
+  for (void* b : boosters_) j["boosters"].push_back(nlohmann::json::parse(buffer_of(b, "json")));
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
@@ -312,7 +328,7 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::load(const std::string& path
   } catch (const nlohmann::json::exception& e) {
     throw UserError("'" + path + "' is not a fusekit cost model (not JSON: " + e.what() + ")");
   }
-  if (!j.is_object() || j.value("format", "") != kFormat || !j.contains("booster"))
+  if (!j.is_object() || j.value("format", "") != kFormat)
     throw UserError("'" + path + "' is not a fusekit cost model (no \"format\": \"" + kFormat + "\")");
   const int schema = j.value("feature_schema", 0);
   if (schema != kCostFeatureSchema)
@@ -332,22 +348,27 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::load(const std::string& path
   } catch (const nlohmann::json::exception& e) {
     throw UserError("cost model '" + path + "' lacks a provenance field (" + e.what() + "); retrain it");
   }
-  BoosterHandle b = nullptr;
-  try {
-    b = booster_from(j["booster"].dump());
-  } catch (const InternalError& e) {
-    throw UserError("cost model '" + path + "' holds no readable booster (" + e.what() + "); retrain it");
-  }
-  CostTrainOptions options;
-  options.objective = j.value("objective", "time");
   SchedulePrior prior;
   try {
     prior = SchedulePrior::from_json(j.value("prior", nlohmann::json::object()));
   } catch (const UserError& e) {
-    XGBoosterFree(b);
     throw UserError("cost model '" + path + "': " + e.what());
   }
-  return std::unique_ptr<LearnedCostModel>(new LearnedCostModel(b, std::move(info), options, std::move(prior)));
+  CostTrainOptions options;
+  options.objective = j.value("objective", "time");
+  const nlohmann::json members = j.value("boosters", nlohmann::json::array());
+  if (!members.is_array() || members.empty())
+    throw UserError("cost model '" + path + "' holds no boosters; retrain it");
+  options.members = static_cast<int>(members.size());
+  std::unique_ptr<LearnedCostModel> model(new LearnedCostModel({}, std::move(info), options, std::move(prior)));
+  for (const nlohmann::json& member : members) {
+    try {
+      model->boosters_.push_back(booster_from(member.dump()));
+    } catch (const InternalError& e) {
+      throw UserError("cost model '" + path + "' holds an unreadable booster (" + e.what() + "); retrain it");
+    }
+  }
+  return model;
 }
 
 }  // namespace fusekit

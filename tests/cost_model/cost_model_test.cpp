@@ -100,6 +100,26 @@ TEST(CostFeatures, EstimateWhatAThreadHoldsAndTheResidencyItAllows) {
   EXPECT_EQ(feature(odd, "misaligned_vec"), 1) << "65537 elements in vectors of 4";
 }
 
+TEST(CostFeatures, CapRegistersAsTheLaunchBoundsAsk) {
+  const ArchLimits& h200 = require_arch("sm_90");
+  const Problem p = problem_of("silu_mul", DType::kF32, {1 << 26});
+  const auto free = cost_features(p, 4, {Backend::kNvrtc, Config::parse("ept=8 fast=1 grid=0 occ=0 threads=1024 vec=4")}, h200);
+  EXPECT_EQ(feature(free, "bound_blocks"), 0);
+  EXPECT_EQ(feature(free, "register_cap"), 64);  // 65536 registers for one block of 1024 threads
+  const auto full = cost_features(p, 4, {Backend::kNvrtc, Config::parse("ept=8 fast=1 grid=0 occ=1 threads=1024 vec=4")}, h200);
+  EXPECT_EQ(feature(full, "bound_blocks"), 2);   // occ=1: 2048 threads per SM / 1024
+  EXPECT_EQ(feature(full, "register_cap"), 32);
+  EXPECT_FLOAT_EQ(feature(full, "spill_ratio"), feature(full, "est_registers") / 32.0f);
+  EXPECT_EQ(feature(full, "reg_blocks_per_sm"), 2) << "capped registers let the SM hold what was asked";
+  const Problem rows = problem_of("softmax", DType::kF32, {4096, 1024});
+  const auto minb = cost_features(rows, 4, {Backend::kNvrtc, Config::parse("cache=4 fast=1 minb=4 rows=1 threads=256 vec=4")}, h200);
+  EXPECT_EQ(feature(minb, "bound_blocks"), 4);
+  EXPECT_EQ(feature(minb, "register_cap"), 64);  // 65536 / (4 x 256)
+  const auto persist = cost_features(rows, 4, {Backend::kNvrtc, Config::parse("cache=4 fast=1 persist=2 rows=1 threads=256 vec=4")}, h200);
+  EXPECT_EQ(feature(persist, "bound_blocks"), 2) << "a persistent kernel's bound is its blocks per SM";
+  EXPECT_EQ(feature(persist, "register_cap"), 128);
+}
+
 TEST(CostFeatures, CountWhatTheOpComputesPerElement) {
   const ArchLimits& h200 = require_arch("sm_90");
   const Candidate c{Backend::kNvrtc, Config::parse("cache=4 fast=1 rows=1 threads=256 vec=4")};
@@ -207,7 +227,7 @@ Split held_out_split() {
 }
 
 std::unique_ptr<LearnedCostModel> train_on(const std::vector<MeasuredSchedule>& schedules, ProblemCache& problems,
-                                           const std::string& objective = "time") {
+                                           const std::string& objective = "time", int members = 2, uint64_t seed = 1) {
   const SchedulePrior prior = schedule_prior(schedules, problems);
   std::vector<CostSample> samples;
   for (const auto& m : schedules) samples.push_back(cost_sample(problems, m, prior));
@@ -219,6 +239,8 @@ std::unique_ptr<LearnedCostModel> train_on(const std::vector<MeasuredSchedule>& 
   CostTrainOptions o;
   o.rounds = 60;
   o.objective = objective;
+  o.members = members;
+  o.seed = seed;
   return LearnedCostModel::train(samples, info, o, prior);
 }
 
@@ -302,6 +324,7 @@ TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
   model->save(path);
   auto loaded = LearnedCostModel::load(path);
   EXPECT_EQ(loaded->info().feature_schema, kCostFeatureSchema);
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(path)).at("boosters").size(), 2u) << "both members saved";
   EXPECT_EQ(loaded->info().xgboost_version, xgboost_version());
   EXPECT_EQ(loaded->info().training_records, split.train.size());
   EXPECT_EQ(loaded->info().training_samples, split.train.size());
@@ -314,6 +337,21 @@ TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
   }
   EXPECT_EQ(loaded->predict_rows(rows), model->predict_rows(rows));
   std::filesystem::remove(path);
+}
+
+TEST_F(LearnedCostModelTest, PredictsTheMeanOfItsMembers) {
+  auto first = train_on(split_->train, *problems_, "time", 1, 1);
+  auto second = train_on(split_->train, *problems_, "time", 1, 2);
+  std::vector<std::vector<float>> rows;
+  for (size_t i = 0; i < split_->held.size(); i += 11) rows.push_back(features_of(*model_, *problems_, split_->held[i]));
+  const std::vector<float> both = model_->predict_rows(rows), a = first->predict_rows(rows), b = second->predict_rows(rows);
+  ASSERT_EQ(both.size(), rows.size());
+  bool members_differ = false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_NEAR(both[i], 0.5f * (a[i] + b[i]), 1e-5f) << "row " << i;
+    members_differ = members_differ || a[i] != b[i];
+  }
+  EXPECT_TRUE(members_differ) << "two seeds trained the same trees";
 }
 
 TEST(LearnedCostModel, RefusesFilesThatAreNotItsOwn) {
