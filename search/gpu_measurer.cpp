@@ -255,6 +255,7 @@ class GpuExecutor final : public DeviceExecutor {
     check(drv_->cuStreamCreate(&gate_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (gate)");
     check(drv_->cuMemAlloc(&gate_word_, 8), "cuMemAlloc (gate)");
     check(drv_->cuMemsetD8(gate_word_, 0, 8), "cuMemsetD8 (gate)");
+    check(drv_->cuCtxSynchronize(), "cuCtxSynchronize (gate)");  // the memset runs on the legacy stream
     gate_seq_ = 0;
     gate_timeouts_ = 0;
   }
