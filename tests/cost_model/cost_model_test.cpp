@@ -368,6 +368,15 @@ TEST(LearnedCostModel, RefusesFilesThatAreNotItsOwn) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("retrain"), std::string::npos) << e.what();
   }
+  const std::string empty = dir + "/no_boosters.json";
+  std::ofstream(empty) << R"({"format": "fusekit-cost-model", "feature_schema": )" << kCostFeatureSchema
+                       << R"(, "xgboost_version": "1.7.4", "training_records": 1, "training_samples": 1, "archs": ["sm_90"], "boosters": []})";
+  try {
+    LearnedCostModel::load(empty);
+    ADD_FAILURE() << "a model without boosters loaded";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds no boosters"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(LearnedCostModelTest, UpdateMovesPredictionsTowardWhatWasMeasured) {
