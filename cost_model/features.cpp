@@ -56,9 +56,9 @@ struct Residency {
   double elems_per_thread = 0;  // of the problem (pointwise) or of a row (rows), over the whole kernel
   double held = 0;              // elements in registers at once
   double registers = 0;         // estimate: a base plus, per held element, its storage and one f32
-  double spill = 0;             // registers over what a thread may have at this block size
+  double spill = 0;             // registers over cap
   double blocks_per_sm = 0;     // by threads, blocks and registers (at least 1)
-  double cap = 0;               // registers a thread may have
+  double cap = 0;               // registers a thread may have at this block size and launch bound
   double bound_blocks = 0;      // blocks per SM the launch bounds ask for (0: none)
 };
 
@@ -94,11 +94,10 @@ Residency residency(const Config& c, bool rows_kind, double cols, double chunks,
   r.bound_blocks = bound_blocks_per_sm(c, rows_kind, block_threads, arch);
   r.cap = std::min<double>(arch.max_registers_per_thread,
                            arch.registers_per_sm / (block_threads * std::max(1.0, r.bound_blocks)));
-  const double cap = r.cap;
-  r.spill = r.registers / cap;
+  r.spill = r.registers / r.cap;
   r.blocks_per_sm = std::max(
       1.0, std::min({static_cast<double>(arch.max_blocks_per_sm), std::floor(arch.max_threads_per_sm / block_threads),
-                     std::floor(arch.registers_per_sm / (std::min(r.registers, cap) * block_threads))}));
+                     std::floor(arch.registers_per_sm / (std::min(r.registers, r.cap) * block_threads))}));
   return r;
 }
 

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <string>
 
 #include "common/errors.h"
 #include "fusekit/cuda_driver.h"
@@ -35,7 +36,8 @@ namespace fusekit {
 namespace {
 
 constexpr size_t kAlign = 256;
-constexpr double kGateLimitS = 0.02;  // fk_gate's own limit
+// How long a gate waits for the host before it lets its block run as issued.
+constexpr int64_t kGateLimitNs = 20000000;
 size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 // fk_l2_evict_normal(base, lines): applypriority.global.L2::evict_normal on
@@ -73,10 +75,11 @@ $L_done:
 )ptx";
 
 // fk_gate(word, seq): each thread waits until the 32-bit word at `word` is
-// at least `seq`, or 20 ms of the GPU's global timer have passed, when it
-// adds one to the word after it (the host reads that count: a released gate
-// never times out).
-constexpr const char* kGatePtx = R"ptx(.version 7.0
+// at least `seq`, or kGateLimitNs of the GPU's global timer have passed,
+// when it adds one to the word after it (the host reads that count: a
+// released gate never times out).
+std::string gate_ptx() {
+  return R"ptx(.version 7.0
 .target sm_70
 .address_size 64
 .visible .entry fk_gate(.param .u64 fk_word, .param .u64 fk_seq)
@@ -95,22 +98,23 @@ $L_wait:
   @%p1 bra $L_done;
   mov.u64 %rd4, %globaltimer;
   sub.u64 %rd5, %rd4, %rd3;
-  setp.lt.u64 %p2, %rd5, 20000000;
+  setp.lt.u64 %p2, %rd5, )ptx" + std::to_string(kGateLimitNs) + R"ptx(;
   @%p2 bra $L_wait;
   red.global.add.u32 [%rd1+4], 1;
 $L_done:
   ret;
 }
 )ptx";
+}
 
 // One of the measurer's own PTX kernels as an artifact, so it loads and
 // launches as candidates do.
-KernelArtifact measurer_artifact(const char* ptx, const char* entry, int block, LaunchExpr grid,
+KernelArtifact measurer_artifact(std::string ptx, const char* entry, int block, LaunchExpr grid,
                                  std::vector<KernelParam> params) {
   KernelArtifact a;
   a.backend = "measurer";
   a.image_kind = ImageKind::kPtx;
-  a.image = ptx;
+  a.image = std::move(ptx);
   a.entry = entry;
   a.block[0] = block;
   a.grid[0] = std::move(grid);
@@ -121,7 +125,7 @@ KernelArtifact measurer_artifact(const char* ptx, const char* entry, int block, 
 // The gate: the word (input 0) and the sequence number it waits for (the
 // domain's n); a block of 32 threads per SM, so every SM stays busy.
 KernelArtifact gate_artifact() {
-  return measurer_artifact(kGatePtx, "fk_gate", 32, LaunchExpr::symbol("sm_count"),
+  return measurer_artifact(gate_ptx(), "fk_gate", 32, LaunchExpr::symbol("sm_count"),
                            {{KernelParam::Kind::kInput, KernelParam::Type::kPtr, 0, {}},
                             {KernelParam::Kind::kShape, KernelParam::Type::kI64, 0, LaunchExpr::symbol("n")}});
 }
@@ -231,7 +235,7 @@ class GpuExecutor final : public DeviceExecutor {
         MeasureResult& res = out[t.index];
         if (res.status != RecordStatus::kOk) continue;  // failed in an earlier round
         const int n = t.samples * (r + 1) / rounds - t.samples * r / rounds;
-        if (step) step(t.index, 1e-6 * t.est_us * (n + 2) + (options.queued ? kGateLimitS : 0.0));
+        if (step) step(t.index, 1e-6 * t.est_us * (n + 2) + (options.queued ? 1e-9 * kGateLimitNs : 0.0));
         time_block(t, n, options.queued, &res);
         if (broken_) recover(host);
       }
