@@ -32,8 +32,8 @@ const char* const kDerived[] = {
     "op_reductions", "op_math_calls", "op_arith",
     // Schema 4: the registers a thread may have under the kernel's launch
     // bounds (occ=1, minb, persist ask ptxas for that many blocks per SM),
-    // which spill_ratio and the register residency now use: capped to full
-    // occupancy, silu_mul's ept=8 pick ran 2.7x its best at 64 M elements.
+    // which spill_ratio and the register residency use, since a capped
+    // schedule that holds many elements spills where an uncapped one does not.
     "register_cap", "bound_blocks"};
 
 double log2_or_nan(double x) { return x > 0 ? std::log2(x) : std::numeric_limits<double>::quiet_NaN(); }

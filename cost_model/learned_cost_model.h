@@ -56,8 +56,8 @@ struct CostTrainOptions {
   int update_rounds = 2;
   int update_depth = 3;
   // Boosters trained alike but for their seed (seed, seed + 1, ...), whose
-  // predictions are averaged: one booster's held-out picks moved by up to 15
-  // points of p90 regret from one seed to the next.
+  // predictions are averaged, since one booster's picks depend on its seed
+  // about as much as on a change of features (docs/architecture.md).
   int members = 4;
   // "relative" (the default): squared error on log(us / the group's best
   // us), so the trees spend themselves on what differs within a workload
