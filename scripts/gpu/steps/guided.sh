@@ -15,7 +15,8 @@
 # Where .device/bin/guided_rematch was carried (REMATCH=0: skip), each guided
 # run's pick after at most 8 timed and the full run's winner are timed again
 # side by side -> rematch.json / rematch.txt (rematch_b.*), and so are the two
-# runs' final winners -> rematch_final.* (rematch_b_final.*).
+# runs' final winners -> rematch_final.* (rematch_b_final.*); REMATCH_PICKS=8
+# times only the former.
 need_bins fusekit
 ops=${OPS:-silu_mul,layernorm}
 dtypes=${DTYPES:-f32,bf16}
@@ -60,7 +61,7 @@ fi
 [ -x "$bin/guided_rematch" ] && [ "${REMATCH:-1}" = 1 ] || finish
 for mode in guided guided_b; do
   [ -f "$out/$mode.jsonl" ] || continue
-  for picks in 8 100000; do  # the fastest of the first 8 timed; the final winner
+  for picks in ${REMATCH_PICKS:-8 100000}; do  # the fastest of the first 8 timed; the final winner
     name=rematch${mode#guided}
     [ "$picks" = 8 ] || name+=_final
     step "time the full winner and the $mode pick ($name) again side by side"
