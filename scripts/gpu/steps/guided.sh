@@ -16,17 +16,28 @@
 # run's pick after at most 8 timed and the full run's winner are timed again
 # side by side -> rematch.json / rematch.txt (rematch_b.*), and so are the two
 # runs' final winners -> rematch_final.* (rematch_b_final.*); REMATCH_PICKS=8
-# times only the former.
+# times only the former. MODEL: a cost model carried with the tree (trained
+# elsewhere, e.g. without one GPU's records; .json or .json.gz), used instead
+# of training one here.
 need_bins fusekit
 ops=${OPS:-silu_mul,layernorm}
 dtypes=${DTYPES:-f32,bf16}
 train_db=/tmp/fusekit-guided-train.db
 rm -f "$train_db"
-step train a cost model without "$ops"
-"$bin/fusekit" db import --db "$train_db" bench/results/*records.jsonl.gz >>"$log" 2>&1
-note import $?
-"$bin/fusekit" model train --db "$train_db" --hold-out "$ops" --out "$out/model.json" >>"$log" 2>&1
-note train $?
+if [ -n "${MODEL:-}" ]; then
+  step "the carried cost model $MODEL"
+  case $MODEL in
+    *.gz) gunzip -c "$MODEL" >"$out/model.json" ;;  # gzipped to fit a call's carry
+    *) cp "$MODEL" "$out/model.json" ;;
+  esac
+  note model $?
+else
+  step train a cost model without "$ops"
+  "$bin/fusekit" db import --db "$train_db" bench/results/*records.jsonl.gz >>"$log" 2>&1
+  note import $?
+  "$bin/fusekit" model train --db "$train_db" --hold-out "$ops" --out "$out/model.json" >>"$log" 2>&1
+  note train $?
+fi
 for mode in ${MODES:-full guided} ${GUIDED_B_ARGS:+guided_b}; do
   step "tune $ops ($mode)"
   db=/tmp/fusekit-guided-$mode.db
