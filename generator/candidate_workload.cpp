@@ -66,7 +66,7 @@ class ReferenceEvaluator {
   void run(DType dtype, const Problem& problem, const std::vector<HostTensor>& inputs,
            std::vector<HostTensor>* outputs) {
     outputs->clear();
-    for (const auto& dims : problem.output_dims) outputs->push_back(HostTensor::make(dtype, dims));
+    for (const auto& dims : problem.output_dims) outputs->push_back(HostTensor::unfilled(dtype, dims));
     for (size_t i = 0; i < inputs.size(); ++i) ref_.inputs[i].set(host_buffer(ref_.storage, inputs[i]));
     std::vector<Halide::Buffer<>> outs;
     for (auto& t : *outputs) outs.push_back(host_buffer(ref_.storage, t));
@@ -82,7 +82,7 @@ class ReferenceEvaluator {
 std::vector<HostTensor> widened(const std::vector<HostTensor>& in) {
   std::vector<HostTensor> out;
   for (const HostTensor& t : in) {
-    HostTensor w = HostTensor::make(DType::kF32, t.dims);
+    HostTensor w = HostTensor::unfilled(DType::kF32, t.dims);
     parallel_chunks(t.elements(), [&](int64_t begin, int64_t end, size_t) {
       for (int64_t i = begin; i < end; ++i) w.set(i, t.get(i));
     });
@@ -98,7 +98,7 @@ std::vector<HostTensor> slack_of(const std::vector<HostTensor>& a, const std::ve
                                  int64_t row_length) {
   std::vector<HostTensor> out;
   for (size_t t = 0; t < a.size(); ++t) {
-    HostTensor s = HostTensor::make(DType::kF32, a[t].dims);
+    HostTensor s = HostTensor::unfilled(DType::kF32, a[t].dims);
     const int64_t n = a[t].elements();
     const int64_t row = row_length > 0 && n % row_length == 0 ? row_length : 1;
     parallel_chunks(n / row, [&](int64_t first, int64_t last, size_t) {

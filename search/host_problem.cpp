@@ -19,7 +19,7 @@ HostProblem prepare_host_problem(const Workload& workload, const Problem& proble
   p.problem = problem;
   const DType dt = workload.dtype();
   for (size_t i = 0; i < problem.input_dims.size(); ++i) {
-    HostTensor t = HostTensor::make(dt, problem.input_dims[i]);
+    HostTensor t = HostTensor::unfilled(dt, problem.input_dims[i]);
     workload.fill_input(i, seed * 1000003u + i, &t);
     p.inputs.push_back(std::move(t));
   }

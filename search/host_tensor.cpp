@@ -19,10 +19,16 @@ int64_t HostTensor::elements() const {
 }
 
 HostTensor HostTensor::make(DType dtype, std::vector<int64_t> dims) {
+  HostTensor t = unfilled(dtype, std::move(dims));
+  std::fill(t.bytes.begin(), t.bytes.end(), uint8_t{0});
+  return t;
+}
+
+HostTensor HostTensor::unfilled(DType dtype, std::vector<int64_t> dims) {
   HostTensor t;
   t.dtype = dtype;
   t.dims = std::move(dims);
-  t.bytes.assign(static_cast<size_t>(t.elements()) * dtype_bytes(dtype), 0);
+  t.bytes.resize(static_cast<size_t>(t.elements()) * dtype_bytes(dtype));
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <type_traits>
@@ -31,12 +32,12 @@ void Writer::str(const std::string& s) {
   u64(s.size());
   out_ += s;
 }
-void Writer::bytes(const std::vector<uint8_t>& b) {
-  u64(b.size());
+void Writer::bytes(const uint8_t* data, size_t size) {
+  u64(size);
   if (bulk_)
-    bulk_->push_back({b.data(), b.size()});
+    bulk_->push_back({data, size});
   else
-    out_.append(reinterpret_cast<const char*>(b.data()), b.size());
+    out_.append(reinterpret_cast<const char*>(data), size);
 }
 
 uint64_t Reader::u64() {
@@ -70,20 +71,24 @@ void parallel_copy(uint8_t* to, const uint8_t* from, size_t n) {
 
 }  // namespace
 
-std::vector<uint8_t> Reader::bytes() {
+template <class Bytes>
+void Reader::bytes(Bytes* out) {
   const uint64_t n = u64();
+  const uint8_t* from = nullptr;
   if (shared_) {
     if (bulk_.size - bulk_at_ < n) throw InternalError("measure worker: truncated shared bytes");
-    std::vector<uint8_t> b(n);
-    if (n > 0) parallel_copy(b.data(), bulk_.data + bulk_at_, n);
+    from = bulk_.data + bulk_at_;
     bulk_at_ += n;
-    return b;
+  } else {
+    if (data_.size() - at_ < n) throw InternalError("measure worker: truncated bytes");
+    from = reinterpret_cast<const uint8_t*>(data_.data()) + at_;
+    at_ += n;
   }
-  if (data_.size() - at_ < n) throw InternalError("measure worker: truncated bytes");
-  std::vector<uint8_t> b(data_.begin() + at_, data_.begin() + at_ + n);
-  at_ += n;
-  return b;
+  out->resize(n);  // HostBytes: unwritten, so the parallel copy is what faults its pages in
+  if (n > 0) parallel_copy(out->data(), from, n);
 }
+template void Reader::bytes(std::vector<uint8_t>*);
+template void Reader::bytes(HostBytes*);
 
 namespace {
 
@@ -130,7 +135,8 @@ class Encode {
  public:
   explicit Encode(Writer& w) : w_(w) {}
   void operator()(const std::string& s) { w_.str(s); }
-  void operator()(const std::vector<uint8_t>& b) { w_.bytes(b); }
+  void operator()(const std::vector<uint8_t>& b) { w_.bytes(b.data(), b.size()); }
+  void operator()(const HostBytes& b) { w_.bytes(b.data(), b.size()); }
   void operator()(const LaunchExpr& e) { w_.str(e.to_string()); }
   template <class... V>
   void fields(const V&... v) {
@@ -163,7 +169,8 @@ class Decode {
  public:
   explicit Decode(Reader& r) : r_(r) {}
   void operator()(std::string& s) { s = r_.str(); }
-  void operator()(std::vector<uint8_t>& b) { b = r_.bytes(); }
+  void operator()(std::vector<uint8_t>& b) { r_.bytes(&b); }
+  void operator()(HostBytes& b) { r_.bytes(&b); }
   void operator()(LaunchExpr& e) {
     LaunchExpr parsed;
     const Status st = LaunchExpr::parse(r_.str(), &parsed);
@@ -280,18 +287,41 @@ FrameRead read_frame(int fd, int timeout_ms, WireTag* tag, std::string* body) {
 
 namespace {
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// Allocates the pages of [m, m + size) of a shared mapping, on every core:
+// MADV_POPULATE_WRITE reports a shortage as an error where a touch would be
+// a SIGBUS; a kernel without it gets fallocate (one thread).
+bool populate(int fd, uint8_t* m, size_t size) {
+  std::atomic<bool> ok{true}, unsupported{false};
+  parallel_chunks(static_cast<int64_t>(size), [&](int64_t begin, int64_t end, size_t) {
+    const long page = sysconf(_SC_PAGESIZE);
+    const int64_t from = begin / page * page;
+    if (madvise(m + from, static_cast<size_t>(end - from), MADV_POPULATE_WRITE) == 0) return;
+    if (errno == EINVAL)
+      unsupported = true;
+    else
+      ok = false;
+  });
+  if (unsupported) return fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0;
+  return ok;
+}
+
 // A memory file holding the spans back to back; -1 where none can be made
-// (no memfd, or not enough memory: fallocate says so now, not a SIGBUS later).
+// (no memfd, or not enough memory: populate says so now, not a SIGBUS later).
 int memory_file_of(const std::vector<ByteSpan>& spans) {
   size_t total = 0;
   for (const auto& s : spans) total += s.size;
   const int fd = memfd_create("fusekit-problem", MFD_CLOEXEC);
   if (fd < 0) return -1;
   if (total == 0) return fd;
-  void* m = fallocate(fd, 0, 0, static_cast<off_t>(total)) == 0
-                ? mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)
+  void* m = ftruncate(fd, static_cast<off_t>(total)) == 0
+                ? mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                 : MAP_FAILED;
-  if (m == MAP_FAILED) {
+  if (m == MAP_FAILED || !populate(fd, static_cast<uint8_t*>(m), total)) {
+    if (m != MAP_FAILED) munmap(m, total);
     close(fd);
     return -1;
   }

@@ -37,7 +37,7 @@ class Writer {
   void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
   void f64(double v);
   void str(const std::string& s);
-  void bytes(const std::vector<uint8_t>& b);
+  void bytes(const uint8_t* data, size_t size);
   const std::string& data() const { return out_; }
 
  private:
@@ -54,7 +54,9 @@ class Reader {
   int64_t i64() { return static_cast<int64_t>(u64()); }
   double f64();
   std::string str();
-  std::vector<uint8_t> bytes();
+  // A byte array into `out`, resized to fit (std::vector<uint8_t> or HostBytes).
+  template <class Bytes>
+  void bytes(Bytes* out);
 
  private:
   const std::string& data_;

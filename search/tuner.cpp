@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "fusekit/shape_bucket.h"
 #include "schedules/general_layout_template.h"
@@ -200,9 +201,10 @@ constexpr uint64_t kListedSpace = uint64_t{1} << 16;
 bool faster(const TimedSchedule& a, const TimedSchedule& b) { return a.us < b.us; }
 
 // Where a batch's wall time went, for the progress line: a user whose tune
-// is slow sees whether building, verifying or timing is why.
+// is slow sees whether building, preparing problems, verifying, timing, the
+// search's own ranking and retraining, or writing records is why.
 struct BatchClock {
-  double build_s = 0, problems_s = 0, verify_s = 0, time_s = 0;
+  double build_s = 0, problems_s = 0, verify_s = 0, time_s = 0, search_s = 0, record_s = 0;
   // Runs `f`, adding its time to `*into` less what preparing problems
   // (problems_s) took inside it.
   template <typename F>
@@ -220,9 +222,9 @@ struct BatchClock {
     return f();
   }
   std::string text() const {
-    char t[160];
-    std::snprintf(t, sizeof(t), " (build %.1f s, problems %.1f s, verify %.1f s, time %.1f s)", build_s, problems_s,
-                  verify_s, time_s);
+    char t[200];
+    std::snprintf(t, sizeof(t), " (build %.1f s, problems %.1f s, verify %.1f s, time %.1f s, search %.1f s, record %.1f s)",
+                  build_s, problems_s, verify_s, time_s, search_s, record_s);
     return t;
   }
 };
@@ -305,14 +307,16 @@ class TuneRun {
     Timed timed(problems_.size());
     size_t done = 0;
     while (!stop->is_fulfilled()) {
-      std::vector<Candidate> batch = strategy->next_batch(batch_size);
+      clock_ = BatchClock{};
+      std::vector<Candidate> batch = clock_.timed(&clock_.search_s, [&] { return strategy->next_batch(batch_size); });
       if (batch.empty()) break;
       const std::vector<std::vector<int>> where = strategy->batch_problems();
-      clock_ = BatchClock{};
       const std::vector<BuildResult> built = clock_.timed(&clock_.build_s, [&] { return task_.builder->build(batch); });
       const std::vector<MeasureResult> results = run_batch(backend, batch, built, verify_problem_, &timed, where);
-      strategy->notify(batch, results);
-      stop->update(results);
+      clock_.timed(&clock_.search_s, [&] {
+        strategy->notify(batch, results);
+        stop->update(results);
+      });
       if (done == 0 && options_.guide && specializes_rows())
         time_leaders_specialized(backend, space, timed);
       done += batch.size();
@@ -406,7 +410,7 @@ class TuneRun {
     clock_.timed(&clock_.time_s, [&] {
       for (size_t pi = 0; pi < problems_.size(); ++pi) time_on_problem(backend, b, alive, pi, timed);
     });
-    summary_.records += db_.commit(b.records);
+    summary_.records += clock_.timed(&clock_.record_s, [&] { return db_.commit(b.records); });
     for (size_t i = 0; i < batch.size(); ++i) {
       if (b.reached[i]) continue;
       MeasureResult pruned;  // no timed size could run it
@@ -553,8 +557,10 @@ class TuneRun {
     // A per-problem guided search times a twin where its parent is fastest
     // only; the others, at every size.
     if (!per_problem()) where.clear();
-    run_batch(backend, hinted, task_.builder->build(hinted), verify_problem_, nullptr, where);
-    progress("nvrtc: " + std::to_string(hinted.size()) + " of the fastest schedules also with hint=2");
+    clock_ = BatchClock{};
+    const std::vector<BuildResult> built = clock_.timed(&clock_.build_s, [&] { return task_.builder->build(hinted); });
+    run_batch(backend, hinted, built, verify_problem_, nullptr, where);
+    progress("nvrtc: " + std::to_string(hinted.size()) + " of the fastest schedules also with hint=2" + clock_.text());
   }
 
   // Row-length specialization: each timed row length's fastest generic
@@ -589,12 +595,13 @@ class TuneRun {
   // picks are not timed again at the end).
   template <typename Pick>
   void time_specialized(Backend backend, Timed& timed, Pick pick) {
+    const BatchClock outer = std::exchange(clock_, BatchClock{});  // a guided batch's, when called within one
     SpecializedBuilds builds(*task_.builder);
     std::map<int64_t, std::vector<Candidate>> twins;  // row length -> the schedules specialized for it
     for (size_t pi = 0; pi < problems_.size(); ++pi) {
       const int64_t cols = problems_[pi].domain.front();
       std::vector<Candidate>& list = twins[cols];
-      for (const Candidate& c : pick(timed[pi], cols, builds))
+      for (const Candidate& c : clock_.timed(&clock_.build_s, [&] { return pick(timed[pi], cols, builds); }))
         if (specialized_.insert(c.config.to_string()).second)
           list.push_back(c);  // once, where two problems have one row length
     }
@@ -607,8 +614,10 @@ class TuneRun {
       rows_of_it.back() = RowReductionTemplate::kSpecializedVerifyRows;
       run_batch(backend, list, built, wl_.problem(rows_of_it), nullptr);
       progress(std::string(backend_name(backend)) + ": " + std::to_string(list.size()) +
-               " schedules specialized for rows of " + std::to_string(cols));
+               " schedules specialized for rows of " + std::to_string(cols) + clock_.text());
+      clock_ = BatchClock{};
     }
+    clock_ = outer;
   }
 
   // One problem's schedules to time specialized for its row length `cols`

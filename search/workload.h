@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/host_bytes.h"
 #include "fusekit/dtype.h"
 
 namespace fusekit {
@@ -16,12 +17,14 @@ namespace fusekit {
 struct HostTensor {
   DType dtype = DType::kF32;
   std::vector<int64_t> dims;
-  std::vector<uint8_t> bytes;
+  HostBytes bytes;
 
   int64_t elements() const;
   float get(int64_t i) const;            // element i widened to f32
   void set(int64_t i, float value);      // rounded to nearest even
-  static HostTensor make(DType dtype, std::vector<int64_t> dims);
+  static HostTensor make(DType dtype, std::vector<int64_t> dims);  // zeroed
+  // Not zeroed: for a pass that then writes every element (see HostBytes).
+  static HostTensor unfilled(DType dtype, std::vector<int64_t> dims);
 };
 
 // What an op computes per element, for the cost model's features; -1 where
@@ -81,7 +84,8 @@ class Workload {
     (void)input;
     return 3.0f;
   }
-  // Fills input `i` (allocated by the caller) from `seed`: by default
+  // Fills every element of input `i` (allocated by the caller, maybe
+  // unfilled) from `seed`: by default
   // uniformly from [-m, m) with m = input_magnitude(i). A workload that
   // needs special values (a -inf attention mask) overrides it and names
   // itself differently, since the measurer keys its inputs by name.

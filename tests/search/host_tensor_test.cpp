@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "search/workload.h"
@@ -17,6 +18,21 @@ TEST(HostTensor, StoresEachDtype) {
   HostTensor h = HostTensor::make(DType::kF16, {1});
   h.set(0, 1.0f + 1.0f / 4096);  // below half an f16 ulp: rounds to 1
   EXPECT_EQ(h.get(0), 1.0f);
+}
+
+// make() zeroes even where the allocator hands back memory just written
+// (a freed unfilled tensor of the same size), small and huge-page sized.
+TEST(HostTensor, MakeIsZeroedAndUnfilledHasItsSize) {
+  for (int64_t n : {int64_t{7}, int64_t{3} << 20}) {
+    {
+      HostTensor u = HostTensor::unfilled(DType::kF32, {n});
+      ASSERT_EQ(u.bytes.size(), static_cast<size_t>(4 * n));
+      std::fill(u.bytes.begin(), u.bytes.end(), uint8_t{0xab});
+    }
+    const HostTensor z = HostTensor::make(DType::kF32, {n});
+    ASSERT_EQ(z.bytes.size(), static_cast<size_t>(4 * n));
+    EXPECT_EQ(std::count(z.bytes.begin(), z.bytes.end(), uint8_t{0}), 4 * n) << n;
+  }
 }
 
 TEST(FillUniform, IsSeededInRangeAndNeverAllZero) {
