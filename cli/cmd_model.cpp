@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "common/errors.h"
 #include "cost_model/features.h"
@@ -59,6 +60,8 @@ std::shared_ptr<LearnedCostModel> tune_cost_model(const po::variables_map& vm, c
   if (path.empty()) return nullptr;
   std::shared_ptr<LearnedCostModel> model = LearnedCostModel::load(path);
   model->set_arch(arch);
+  // The tune ranks and retrains while its measuring worker waits: every core.
+  model->set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   std::fprintf(stderr, "fusekit: cost model %s (%zu schedules of %zu records, %s%s)\n", path.c_str(),
                model->info().training_samples, model->info().training_records, model->info().trained_at.c_str(),
                model->knows_arch() ? "" : "; no records of this arch in it: the analytic model predicts");

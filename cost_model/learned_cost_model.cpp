@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "common/errors.h"
 #include "cost_model/features.h"
@@ -248,11 +249,25 @@ std::vector<float> LearnedCostModel::predict_rows(const std::vector<std::vector<
   return v;
 }
 
+void LearnedCostModel::set_threads(int threads) {
+  options_.threads = std::max(1, threads);
+  for (void* b : boosters_) check(XGBoosterSetParam(b, "nthread", std::to_string(options_.threads).c_str()), "nthread");
+}
+
 std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t bytes_per_element,
                                               const std::vector<Candidate>& batch) const {
   if (!knows_arch()) return make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
-  std::vector<std::vector<float>> rows;
-  for (const auto& c : batch) rows.push_back(features(problem, bytes_per_element, c));
+  std::vector<std::vector<float>> rows(batch.size());
+  // Contiguous slices, one per thread: a guided search ranks thousands of
+  // schedules per shape and batch.
+  const size_t workers = std::min<size_t>(static_cast<size_t>(options_.threads), batch.size() / 256 + 1);
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (size_t i = batch.size() * w / workers; i < batch.size() * (w + 1) / workers; ++i)
+        rows[i] = features(problem, bytes_per_element, batch[i]);
+    });
+  for (auto& t : pool) t.join();
   const std::vector<float> logs = predict_rows(rows);
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);
   std::vector<double> out;

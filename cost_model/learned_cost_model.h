@@ -96,6 +96,9 @@ class LearnedCostModel final : public CostModel {
 
   // Which arch predict() and update() are for (default: sm_90).
   void set_arch(const ArchLimits& arch) { arch_ = arch; }
+  // Threads for predict() and update() from here on: XGBoost's and those
+  // computing the feature rows (default: the training's, 1).
+  void set_threads(int threads);
   // Whether the training data held records of the current arch.
   bool knows_arch() const;
   const CostModelInfo& info() const { return info_; }
