@@ -261,12 +261,13 @@ std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t byt
   // Contiguous slices, one per thread: a guided search ranks thousands of
   // schedules per shape and batch.
   const size_t workers = std::min<size_t>(static_cast<size_t>(options_.threads), batch.size() / 256 + 1);
+  auto slice = [&](size_t w) {
+    for (size_t i = batch.size() * w / workers; i < batch.size() * (w + 1) / workers; ++i)
+      rows[i] = features(problem, bytes_per_element, batch[i]);
+  };
   std::vector<std::thread> pool;
-  for (size_t w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (size_t i = batch.size() * w / workers; i < batch.size() * (w + 1) / workers; ++i)
-        rows[i] = features(problem, bytes_per_element, batch[i]);
-    });
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(slice, w);
+  slice(0);
   for (auto& t : pool) t.join();
   const std::vector<float> logs = predict_rows(rows);
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);

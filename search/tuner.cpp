@@ -223,8 +223,9 @@ struct BatchClock {
   }
   std::string text() const {
     char t[200];
-    std::snprintf(t, sizeof(t), " (build %.1f s, problems %.1f s, verify %.1f s, time %.1f s, search %.1f s, record %.1f s)",
-                  build_s, problems_s, verify_s, time_s, search_s, record_s);
+    std::snprintf(t, sizeof(t),
+                  " (build %.1f s, problems %.1f s, verify %.1f s, time %.1f s, search %.1f s, record %.1f s)", build_s,
+                  problems_s, verify_s, time_s, search_s, record_s);
     return t;
   }
 };
