@@ -8,9 +8,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "common/errors.h"
+#include "common/parallel_chunks.h"
 #include "cost_model/features.h"
 
 namespace fusekit {
@@ -258,17 +258,14 @@ std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t byt
                                               const std::vector<Candidate>& batch) const {
   if (!knows_arch()) return make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
   std::vector<std::vector<float>> rows(batch.size());
-  // Contiguous slices, one per thread: a guided search ranks thousands of
-  // schedules per shape and batch.
-  const size_t workers = std::min<size_t>(static_cast<size_t>(options_.threads), batch.size() / 256 + 1);
-  auto slice = [&](size_t w) {
-    for (size_t i = batch.size() * w / workers; i < batch.size() * (w + 1) / workers; ++i)
-      rows[i] = features(problem, bytes_per_element, batch[i]);
-  };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(slice, w);
-  slice(0);
-  for (auto& t : pool) t.join();
+  // In parallel: a guided search ranks thousands of schedules per shape and batch.
+  parallel_chunks(
+      static_cast<int64_t>(batch.size()),
+      [&](int64_t begin, int64_t end, size_t) {
+        for (int64_t i = begin; i < end; ++i)
+          rows[static_cast<size_t>(i)] = features(problem, bytes_per_element, batch[static_cast<size_t>(i)]);
+      },
+      256, options_.threads);
   const std::vector<float> logs = predict_rows(rows);
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);
   std::vector<double> out;

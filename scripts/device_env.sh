@@ -11,6 +11,13 @@ mkdir -p "$deps"
 for d in .device/debs/*.deb .device/debs-xml/*.deb .device/debs-bench/*.deb; do [ -e "$d" ] && dpkg -x "$d" "$deps"; done
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 bin=.device/bin
+# Binaries carried gzipped (.device/gz, from scripts/prepare_device.sh) are
+# unpacked beside any carried plain, a third of the carry's room for them.
+for f in .device/gz/*.gz; do
+  [ -e "$f" ] || continue
+  mkdir -p "$bin"
+  gunzip -c "$f" >"$bin/$(basename "$f" .gz)" && chmod +x "$bin/$(basename "$f" .gz)"
+done
 log="$out/log.txt"
 # The package that the package, verify, example, dispatch, profile and peers
 # steps share within one call (PACKAGE=DIR: one built elsewhere and carried).

@@ -33,10 +33,9 @@ cd "$root/.device/debs-bench"
 ls libbenchmark1debian_*.deb >/dev/null 2>&1 || apt-get download libbenchmark1debian
 cd "$root/.device/debs-xml"
 for p in libicu72 libxml2; do ls "${p}"_*.deb >/dev/null 2>&1 || apt-get download "$p"; done
-# The binaries gzipped as well (a third of their size): a call that carries
-# .device/gz instead of .device/bin unpacks them first,
-#   mkdir -p .device/bin; for f in .device/gz/*.gz; do b=.device/bin/$(basename $f .gz); gunzip -c $f >$b && chmod +x $b; done
-# which leaves room in 64 MiB for more beside them (two cost models, gpu_test).
+# The binaries gzipped as well (a third of their size), which
+# scripts/device_env.sh unpacks: carrying .device/gz instead of .device/bin
+# leaves room in 64 MiB for more beside them (two cost models, gpu_test).
 mkdir -p "$root/.device/gz"
 for f in "$root/.device/bin"/*; do gzip -9 -c "$f" >"$root/.device/gz/$(basename "$f").gz"; done
 du -sh "$root/.device"/*
