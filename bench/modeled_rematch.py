@@ -1,7 +1,7 @@
 """The learned model's held-out picks timed again beside each group's fastest schedule.
 
     modeled_rematch.py split EVAL.json OUTDIR RECORDS.jsonl.gz...
-    modeled_rematch.py summary EVAL.json GPU OUT.json REMATCH.json...
+    modeled_rematch.py summary EVAL.json GPU[,GPU...] OUT.json REMATCH.json...
 
 `fusekit model eval` scores a pick by its recorded time over the group's
 fastest recorded time, and the fastest of tens of noisy timings sits low by
@@ -12,9 +12,10 @@ best-GPU-BACKEND.jsonl.gz (the fastest) and picks-GPU-BACKEND.jsonl.gz (the
 pick), each record a real record of the group with its params and time
 replaced, for `bench/guided_rematch BEST PICKS OUT 1` (the `rematch` step)
 on a GPU of that name. `summary` reads those rematches and gives, per kind
-(pointwise or rows, f32 or bf16) over the GPU's held-out groups, the top-1
-regret median / p90 recorded and side by side (a group whose pick is its
-fastest schedule is 0 in both; a pick faster side by side is 0).
+(pointwise or rows, f32 or bf16) over the held-out groups of the GPUs named
+(h100, h200, or h100,h200 for both), the top-1 regret median / p90 recorded
+and side by side (a group whose pick is its fastest schedule is 0 in both; a
+pick faster side by side is 0).
 """
 import gzip
 import json
@@ -80,31 +81,40 @@ def split(eval_path, out_dir, record_paths):
 
 
 def rematched_regrets(rematch_paths):
-    """(op, dtype, shape, backend) -> the pick's side-by-side time over the fastest's, minus one (None: failed)."""
+    """(GPU, op, dtype, shape, backend) -> the pick's side-by-side time over the fastest's, minus one (None: failed).
+
+    A rematch file's GPU and backend are read from its name (modeled-h200-halide.json)."""
     out = {}
     for path in rematch_paths:
-        backend = "halide" if "halide" in os.path.basename(path) else "nvrtc"
+        name = os.path.basename(path)
+        backend = "halide" if "halide" in name else "nvrtc"
+        gpu = next((slug for slug in ("h200", "h100") if slug in name), None)
+        if gpu is None:
+            sys.exit(f"modeled_rematch.py: '{path}': name the GPU (h100 or h200) in the rematch file's name")
         with open(path) as f:
             for row in json.load(f)["rows"]:
-                key = (row["pattern"], row["dtype"], row["shape"], backend)
+                key = (gpu, row["pattern"], row["dtype"], row["shape"], backend)
                 out[key] = max(0.0, row["ratio"] - 1.0) if "ratio" in row else None
     return out
 
 
-def summary(eval_path, gpu, out_path, rematch_paths):
+def summary(eval_path, gpus, out_path, rematch_paths):
+    """The regret per kind over the held-out groups of every GPU in the comma list `gpus`."""
+    gpus = gpus.split(",")
     rematched = rematched_regrets(rematch_paths)
     by_kind = defaultdict(lambda: {"recorded": [], "side_by_side": [], "missing": []})
     for g in held_out_by_op(eval_path):
         fields = parse_group(g["group"])
         kind = " ".join(g["kind"].split()[:2])
-        if gpu_slug(fields["gpu_name"]) != gpu or kind not in KINDS:
+        gpu = gpu_slug(fields["gpu_name"])
+        if gpu not in gpus or kind not in KINDS:
             continue
         cell = by_kind[kind]
         cell["recorded"].append(g["learned_top1"])
         if g["learned_pick"] == g["best"]:
             cell["side_by_side"].append(0.0)
             continue
-        regret = rematched.get((fields["pattern"], fields["dtype"], fields["shape"], fields["backend"]))
+        regret = rematched.get((gpu, fields["pattern"], fields["dtype"], fields["shape"], fields["backend"]))
         if regret is None:
             cell["missing"].append(g["group"])
         else:
@@ -123,7 +133,7 @@ def summary(eval_path, gpu, out_path, rematch_paths):
               f"({sum(x > 0.08 for x in rec):3d})       {100 * quantile(sbs, 0.5):8.1f} / {100 * quantile(sbs, 0.9):5.1f} "
               f"({sum(x > 0.08 for x in sbs):3d})      {len(cell['missing'])}")
     with open(out_path, "w") as f:
-        json.dump({"gpu": gpu, "eval": eval_path, "kinds": report}, f, indent=1)
+        json.dump({"gpu": ",".join(gpus), "eval": eval_path, "kinds": report}, f, indent=1)
 
 
 def main():
