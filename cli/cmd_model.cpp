@@ -113,18 +113,12 @@ int model_train(const po::variables_map& vm, const std::string& db_path) {
   ProblemCache problems;
   const SchedulePrior prior = vm["no-prior"].as<bool>() ? SchedulePrior{} : schedule_prior(schedules, problems);
   std::vector<CostSample> samples;
-  std::set<std::string> archs, gpus;
-  for (const auto& s : schedules) {
-    samples.push_back(cost_sample(problems, s, prior));
-    archs.insert(s.arch);
-    gpus.insert(s.gpu);
-  }
+  for (const auto& s : schedules) samples.push_back(cost_sample(problems, s, prior));
   assign_groups(schedules, &samples);
   if (vm["fast-weight"].as<double>() >= 0) weigh_samples(schedules, vm["fast-weight"].as<double>(), &samples);
   CostModelInfo info;
   info.training_records = records.size();
-  info.archs.assign(archs.begin(), archs.end());
-  info.gpus.assign(gpus.begin(), gpus.end());
+  describe_training(schedules, &info);
   info.source = mask_uri(db_path);
   info.fusekit_version = FUSEKIT_VERSION;
   info.trained_at = utc_timestamp();

@@ -41,12 +41,26 @@ double known(int count) { return count >= 0 ? static_cast<double>(count) : std::
 
 }  // namespace
 
+namespace {
+
+TemplateKind template_kind(const Config& c) {
+  return c.values().count("rsplit") ? TemplateKind::kGeneral
+         : c.values().count("ept")  ? TemplateKind::kPointwise
+                                    : TemplateKind::kRowReduction;
+}
+
+}  // namespace
+
 Config complete_config(const Candidate& candidate, size_t bytes_per_element, const ArchLimits& arch) {
-  const Config& c = candidate.config;
-  const TemplateKind kind = c.values().count("rsplit") ? TemplateKind::kGeneral
-                            : c.values().count("ept")  ? TemplateKind::kPointwise
-                                                       : TemplateKind::kRowReduction;
-  return template_space(kind, arch, candidate.backend, static_cast<int>(bytes_per_element), 1).complete(c);
+  return template_space(template_kind(candidate.config), arch, candidate.backend, static_cast<int>(bytes_per_element),
+                        1)
+      .complete(candidate.config);
+}
+
+std::string cost_domain(const Candidate& candidate) {
+  const TemplateKind kind = template_kind(candidate.config);
+  return std::string(backend_name(candidate.backend)) +
+         (kind == TemplateKind::kGeneral ? " general" : kind == TemplateKind::kPointwise ? " pointwise" : " rows");
 }
 
 namespace {

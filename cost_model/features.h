@@ -22,6 +22,11 @@ constexpr int kCostFeatureSchema = 4;
 // added): "threads=256" of an old Halide row record is "lanes=0 threads=256 vec=1".
 Config complete_config(const Candidate& candidate, size_t bytes_per_element, const ArchLimits& arch);
 
+// The kind of schedule a candidate is, "BACKEND pointwise|rows|general"
+// ("halide rows"): a model trained on no record of a domain does not
+// predict for it (LearnedCostModel::covers).
+std::string cost_domain(const Candidate& candidate);
+
 // The names of the features, in order (the saved model lists them).
 const std::vector<std::string>& cost_feature_names();
 

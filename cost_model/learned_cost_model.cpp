@@ -231,6 +231,11 @@ bool LearnedCostModel::knows_arch() const {
   return false;
 }
 
+bool LearnedCostModel::covers(const Candidate& candidate) const {
+  return info_.domains.empty() ||
+         std::find(info_.domains.begin(), info_.domains.end(), cost_domain(candidate)) != info_.domains.end();
+}
+
 std::vector<float> LearnedCostModel::predict_rows(const std::vector<std::vector<float>>& rows) const {
   if (rows.empty()) return {};
   refit();
@@ -256,7 +261,8 @@ void LearnedCostModel::set_threads(int threads) {
 
 std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t bytes_per_element,
                                               const std::vector<Candidate>& batch) const {
-  if (!knows_arch()) return make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
+  if (!knows_arch() || std::none_of(batch.begin(), batch.end(), [&](const Candidate& c) { return covers(c); }))
+    return make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
   std::vector<std::vector<float>> rows(batch.size());
   // In parallel: a guided search ranks thousands of schedules per shape and batch.
   parallel_chunks(
@@ -270,7 +276,19 @@ std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t byt
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);
   std::vector<double> out;
   for (float l : logs) out.push_back(floor_us * std::exp(static_cast<double>(l)));
-  return out;
+  return with_prior_outside_domains(problem, bytes_per_element, batch, out);
+}
+
+std::vector<double> LearnedCostModel::with_prior_outside_domains(const Problem& problem, size_t bytes_per_element,
+                                                                 const std::vector<Candidate>& batch,
+                                                                 std::vector<double> learned) const {
+  std::vector<bool> outside(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) outside[i] = !covers(batch[i]);
+  if (std::none_of(outside.begin(), outside.end(), [](bool o) { return o; })) return learned;
+  const std::vector<double> analytic = make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (outside[i]) learned[i] = analytic[i];
+  return learned;
 }
 
 void LearnedCostModel::update(const Problem& problem, size_t bytes_per_element, const std::vector<Candidate>& batch,
@@ -315,6 +333,7 @@ void LearnedCostModel::save(const std::string& path) const {
   j["training_samples"] = info_.training_samples;
   j["archs"] = info_.archs;
   j["gpus"] = info_.gpus;
+  j["domains"] = info_.domains;
   j["source"] = info_.source;
   j["fusekit_version"] = info_.fusekit_version;
   j["trained_at"] = info_.trained_at;
@@ -355,6 +374,7 @@ std::unique_ptr<LearnedCostModel> LearnedCostModel::load(const std::string& path
     info.training_samples = j.at("training_samples").get<size_t>();
     info.archs = j.at("archs").get<std::vector<std::string>>();
     info.gpus = j.value("gpus", std::vector<std::string>{});
+    info.domains = j.value("domains", std::vector<std::string>{});
     info.source = j.value("source", "");
     info.fusekit_version = j.value("fusekit_version", "");
     info.trained_at = j.value("trained_at", "");

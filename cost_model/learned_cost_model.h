@@ -6,8 +6,9 @@
 // seeds), an estimate stored as "modeled", never a measurement. It is
 // saved as one JSON file: the boosters, the schedule prior and the
 // provenance (feature schema, objective, XGBoost version, training records,
-// archs). For an arch the training data has no record of, predictions are
-// the analytic model's.
+// archs, GPUs, domains). For an arch the training data has no record of,
+// or a kind of schedule it has none of (cost_domain: Halide rows trained
+// only on NVRTC records), predictions are the analytic model's.
 #pragma once
 
 #include <map>
@@ -41,6 +42,8 @@ struct CostModelInfo {
   size_t training_samples = 0;   // distinct schedules at a shape fit
   std::vector<std::string> archs;
   std::vector<std::string> gpus;  // the records' GPU names (absent in files before 2026-12-05)
+  // The records' cost_domain()s; empty (files before 2026-12-07): every domain.
+  std::vector<std::string> domains;
   std::string source;            // the database it was trained on
   std::string fusekit_version;
   std::string trained_at;        // ISO 8601 UTC
@@ -101,6 +104,8 @@ class LearnedCostModel final : public CostModel {
   void set_threads(int threads);
   // Whether the training data held records of the current arch.
   bool knows_arch() const;
+  // Whether it held records of the candidate's cost_domain.
+  bool covers(const Candidate& candidate) const;
   const CostModelInfo& info() const { return info_; }
 
   // The model's feature row of one candidate (cost_features and the prior's).
@@ -126,6 +131,10 @@ class LearnedCostModel final : public CostModel {
   SchedulePrior prior_;
   // The group of a problem's samples among those updates have seen.
   uint32_t problem_group(const Problem& problem);
+  // `learned` (predict's times of `batch`) with the analytic model's for
+  // the candidates outside the training's domains.
+  std::vector<double> with_prior_outside_domains(const Problem& problem, size_t bytes_per_element,
+                                                 const std::vector<Candidate>& batch, std::vector<double> learned) const;
   // Boosts the trees that updates since the last refit asked for.
   void refit() const;
 

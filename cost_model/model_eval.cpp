@@ -149,7 +149,6 @@ Fold train_fold(const std::vector<MeasuredSchedule>& schedules, EvalSamples& ev,
   Fold f;
   std::vector<MeasuredSchedule> train_schedules;
   std::vector<size_t> train_index;
-  std::set<std::string> archs;
   for (size_t i = 0; i < schedules.size(); ++i) {
     if (fold_of(schedules[i]) == fold) {
       f.groups[schedules[i].group()].push_back(i);
@@ -157,7 +156,6 @@ Fold train_fold(const std::vector<MeasuredSchedule>& schedules, EvalSamples& ev,
     }
     train_schedules.push_back(schedules[i]);
     train_index.push_back(i);
-    archs.insert(schedules[i].arch);
   }
   if (o.prior) f.prior = schedule_prior(train_schedules, ev.problems);
   std::vector<CostSample> train;
@@ -168,7 +166,7 @@ Fold train_fold(const std::vector<MeasuredSchedule>& schedules, EvalSamples& ev,
   f.trained_on = train.size();
   if (train.empty()) return f;
   CostModelInfo info;
-  info.archs.assign(archs.begin(), archs.end());
+  describe_training(train_schedules, &info);
   info.training_samples = train.size();
   f.model = LearnedCostModel::train(train, info, o.train, f.prior);
   return f;
@@ -191,9 +189,10 @@ GroupEval evaluate_group(const std::vector<MeasuredSchedule>& schedules, EvalSam
   const Problem& p = ev.problems.problem(first);
   const size_t bpe = ev.problems.bytes_per_element(first);
   const ArchLimits& arch = arch_of(first);
-  const std::vector<float> logs = f.model->predict_rows(rows);
-  const std::vector<double> learned(logs.begin(), logs.end());
   const std::vector<double> analytic = make_analytic_cost_model(arch)->predict(p, bpe, cands);
+  // A group is of one domain: a model trained on none of it ranks by the analytic prior, as a tune would.
+  const std::vector<float> logs = f.model->covers(cands.front()) ? f.model->predict_rows(rows) : std::vector<float>{};
+  const std::vector<double> learned = logs.empty() ? analytic : std::vector<double>(logs.begin(), logs.end());
   GroupEval g;
   g.kind = kind_of(first);
   g.group = first.group();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "common/errors.h"
 #include "common/shape_text.h"
@@ -101,6 +102,18 @@ CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s, const 
   const std::vector<float> pf = prior.features(schedule_keys(problems, s), s.group());
   f.insert(f.end(), pf.begin(), pf.end());
   return {std::move(f), static_cast<float>(std::log(s.us / roofline_us(p, bpe, arch)))};
+}
+
+void describe_training(const std::vector<MeasuredSchedule>& schedules, CostModelInfo* info) {
+  std::set<std::string> archs, gpus, domains;
+  for (const auto& s : schedules) {
+    archs.insert(s.arch);
+    gpus.insert(s.gpu);
+    domains.insert(cost_domain(candidate_of(s)));
+  }
+  info->archs.assign(archs.begin(), archs.end());
+  info->gpus.assign(gpus.begin(), gpus.end());
+  info->domains.assign(domains.begin(), domains.end());
 }
 
 void assign_groups(const std::vector<MeasuredSchedule>& schedules, std::vector<CostSample>* samples) {

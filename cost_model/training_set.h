@@ -53,6 +53,9 @@ SchedulePrior schedule_prior(const std::vector<MeasuredSchedule>& schedules, Pro
 // `s`'s own group left out; the target log(us / roofline_us).
 CostSample cost_sample(ProblemCache& problems, const MeasuredSchedule& s, const SchedulePrior& prior);
 
+// The archs, GPU names and cost_domains of `schedules`, as a model trained on them records them.
+void describe_training(const std::vector<MeasuredSchedule>& schedules, CostModelInfo* info);
+
 // Numbers `samples[i]` (of `schedules[i]`) by the group it competes in.
 void assign_groups(const std::vector<MeasuredSchedule>& schedules, std::vector<CostSample>* samples);
 

@@ -233,8 +233,7 @@ std::unique_ptr<LearnedCostModel> train_on(const std::vector<MeasuredSchedule>& 
   for (const auto& m : schedules) samples.push_back(cost_sample(problems, m, prior));
   assign_groups(schedules, &samples);
   CostModelInfo info;
-  info.archs = {"sm_90"};
-  info.gpus = {"NVIDIA H200"};
+  describe_training(schedules, &info);
   info.training_records = schedules.size();
   CostTrainOptions o;
   o.rounds = 60;
@@ -330,6 +329,7 @@ TEST_F(LearnedCostModelTest, SavesAndLoadsWithItsProvenance) {
   EXPECT_EQ(loaded->info().training_samples, split.train.size());
   EXPECT_EQ(loaded->info().archs, std::vector<std::string>{"sm_90"});
   EXPECT_EQ(loaded->info().gpus, std::vector<std::string>{"NVIDIA H200"});
+  EXPECT_EQ(loaded->info().domains, (std::vector<std::string>{"nvrtc pointwise", "nvrtc rows"}));
   std::vector<std::vector<float>> rows;
   for (size_t i = 0; i < split.held.size(); i += 7) {
     rows.push_back(features_of(*model, problems, split.held[i]));
@@ -412,6 +412,46 @@ TEST_F(LearnedCostModelTest, FallsBackToTheAnalyticModelForAnArchWithoutRecords)
   const std::vector<Candidate> c{candidate_of(split.held[0])};
   EXPECT_EQ(copy->predict(p, 4, c), make_analytic_cost_model(a100)->predict(p, 4, c));
   EXPECT_TRUE(model->knows_arch());
+}
+
+TEST(CostDomain, NamesTheBackendAndTheTemplate) {
+  EXPECT_EQ(cost_domain({Backend::kNvrtc, Config::parse("ept=1 threads=256 vec=4")}), "nvrtc pointwise");
+  EXPECT_EQ(cost_domain({Backend::kHalide, Config::parse("lanes=1 threads=128 vec=4")}), "halide rows");
+  EXPECT_EQ(cost_domain({Backend::kNvrtc, Config::parse("rsplit=1 threads=128")}), "nvrtc general");
+}
+
+TEST_F(LearnedCostModelTest, RanksADomainItHasNoRecordsOfByTheAnalyticModel) {
+  const MeasuredSchedule& row = *std::find_if(split_->held.begin(), split_->held.end(),
+                                              [](const MeasuredSchedule& m) { return m.rows; });
+  const Problem& p = problems_->problem(row);
+  const size_t bpe = problems_->bytes_per_element(row);
+  const Candidate nvrtc = candidate_of(row);
+  const Candidate halide{Backend::kHalide, Config::parse("lanes=1 threads=128 vec=4")};
+  ASSERT_TRUE(model_->covers(nvrtc));
+  ASSERT_FALSE(model_->covers(halide)) << "the sample holds NVRTC records only";
+  const auto analytic = make_analytic_cost_model(require_arch("sm_90"))->predict(p, bpe, {nvrtc, halide});
+  const auto mixed = model_->predict(p, bpe, {nvrtc, halide});
+  EXPECT_EQ(mixed[1], analytic[1]) << "Halide rows: the analytic model's time";
+  EXPECT_NE(mixed[0], analytic[0]) << "NVRTC rows: the learned model's";
+  EXPECT_EQ(mixed[0], model_->predict(p, bpe, {nvrtc})[0]) << "a neighbour's domain does not change a prediction";
+  EXPECT_EQ(model_->predict(p, bpe, {halide}), std::vector<double>{analytic[1]});
+}
+
+TEST(LearnedCostModel, AFileWithoutDomainsCoversEveryDomain) {
+  const std::string path = ::testing::TempDir() + "/cost_model_no_domains.json";
+  {
+    ProblemCache problems;
+    auto schedules = measured_schedules(read_jsonl(kSample));
+    schedules.resize(200);
+    train_on(schedules, problems, "time", 1)->save(path);
+  }
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  j.erase("domains");  // as files before 2026-12-07 were written
+  std::ofstream(path) << j.dump();
+  const auto loaded = LearnedCostModel::load(path);
+  EXPECT_TRUE(loaded->info().domains.empty());
+  EXPECT_TRUE(loaded->covers({Backend::kHalide, Config::parse("lanes=1 threads=128 vec=4")}));
+  std::filesystem::remove(path);
 }
 
 // The generic pick passes over builds for one row length.
