@@ -62,9 +62,12 @@ std::shared_ptr<LearnedCostModel> tune_cost_model(const po::variables_map& vm, c
   model->set_arch(arch);
   // The tune ranks and retrains while its measuring worker waits: every core.
   model->set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  std::fprintf(stderr, "fusekit: cost model %s (%zu schedules of %zu records, %s%s)\n", path.c_str(),
+  std::string domains;
+  for (const std::string& d : model->info().domains) domains += (domains.empty() ? "" : ", ") + d;
+  std::fprintf(stderr, "fusekit: cost model %s (%zu schedules of %zu records, %s%s%s)\n", path.c_str(),
                model->info().training_samples, model->info().training_records, model->info().trained_at.c_str(),
-               model->knows_arch() ? "" : "; no records of this arch in it: the analytic model predicts");
+               model->knows_arch() ? "" : "; no records of this arch in it: the analytic model predicts",
+               domains.empty() ? "" : ("; records of " + domains + ", the analytic model predicts the rest").c_str());
   return model;
 }
 

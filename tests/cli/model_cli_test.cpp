@@ -38,6 +38,7 @@ TEST_F(ModelCli, TrainsBesideTheDatabaseAndGuidesAModeledTune) {
   EXPECT_EQ(j["training_records"], 576);
   EXPECT_EQ(j["archs"], nlohmann::json::array({"sm_90"}));
   EXPECT_EQ(j["gpus"], nlohmann::json::array({"NVIDIA H200"}));
+  EXPECT_EQ(j["domains"], nlohmann::json::array({"nvrtc pointwise", "nvrtc rows"}));
   EXPECT_FALSE(j["xgboost_version"].get<std::string>().empty());
 
   // No GPU here: the guided search ranks the whole space with the model
@@ -47,6 +48,9 @@ TEST_F(ModelCli, TrainsBesideTheDatabaseAndGuidesAModeledTune) {
                             "--search guided --cost-model " + db + ".cost-model.json --db " + out);
   ASSERT_EQ(tune.code, 0) << tune.out;
   EXPECT_NE(tune.out.find("ranking with the learned model"), std::string::npos) << tune.out;
+  EXPECT_NE(tune.out.find("records of nvrtc pointwise, nvrtc rows, the analytic model predicts the rest"),
+            std::string::npos)
+      << tune.out;
   const auto records = open_sqlite_db_read_only(out)->all();
   EXPECT_EQ(records.size(), 4u) << "two batches of the shape's favourite (the first among the seeds) and a "
                                    "random pick, then the shape retires (modeled times are no measured gain)";
