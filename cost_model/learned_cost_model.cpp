@@ -296,7 +296,7 @@ void LearnedCostModel::update(const Problem& problem, size_t bytes_per_element, 
   if (!knows_arch() || options_.update_rounds <= 0) return;
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);
   for (size_t i = 0; i < batch.size() && i < measured_us.size(); ++i)
-    if (measured_us[i] > 0)
+    if (measured_us[i] > 0 && covers(batch[i]))  // outside its domains the analytic model predicts
       seen_.push_back({features(problem, bytes_per_element, batch[i]),
                        static_cast<float>(std::log(measured_us[i] / floor_us)), 1.0f, problem_group(problem)});
   stale_ = stale_ || !seen_.empty();

@@ -115,7 +115,7 @@ class LearnedCostModel final : public CostModel {
   std::vector<float> predict_rows(const std::vector<std::vector<float>>& rows) const;
   std::vector<double> predict(const Problem& problem, size_t bytes_per_element,
                               const std::vector<Candidate>& batch) const override;
-  // Adds the times to what updates have seen; the next prediction (or
+  // Adds the times (of candidates in its domains) to what updates have seen; the next prediction (or
   // save) first boosts update_rounds more trees on all of it, once however
   // many problems' updates came in between (for the rest of this search;
   // save() keeps them).

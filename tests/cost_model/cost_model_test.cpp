@@ -398,6 +398,9 @@ TEST_F(LearnedCostModelTest, UpdateMovesPredictionsTowardWhatWasMeasured) {
   copy->update(p, 4, {cands[worst]}, {best});
   EXPECT_LT(copy->predict(p, 4, {cands[worst]})[0], before[worst]);
   EXPECT_EQ(model->predict(p, 4, cands), before) << "a clone's update left the original as it was";
+  auto other = model->clone();
+  other->update(p, 4, {{Backend::kHalide, Config::parse("lanes=1 threads=128 vec=4")}}, {best});
+  EXPECT_EQ(other->predict(p, 4, cands), before) << "a time outside the model's domains is not learned from";
 }
 
 TEST_F(LearnedCostModelTest, FallsBackToTheAnalyticModelForAnArchWithoutRecords) {
