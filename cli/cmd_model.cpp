@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <thread>
 
 #include "common/errors.h"

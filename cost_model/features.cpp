@@ -39,10 +39,6 @@ const char* const kDerived[] = {
 double log2_or_nan(double x) { return x > 0 ? std::log2(x) : std::numeric_limits<double>::quiet_NaN(); }
 double known(int count) { return count >= 0 ? static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN(); }
 
-}  // namespace
-
-namespace {
-
 TemplateKind template_kind(const Config& c) {
   return c.values().count("rsplit") ? TemplateKind::kGeneral
          : c.values().count("ept")  ? TemplateKind::kPointwise

@@ -190,7 +190,7 @@ GroupEval evaluate_group(const std::vector<MeasuredSchedule>& schedules, EvalSam
   const size_t bpe = ev.problems.bytes_per_element(first);
   const ArchLimits& arch = arch_of(first);
   const std::vector<double> analytic = make_analytic_cost_model(arch)->predict(p, bpe, cands);
-  // A group is of one domain: a model trained on none of it ranks by the analytic prior, as a tune would.
+  // A group is of one domain: a model trained on none of it ranks by the analytic model, as a tune would.
   const std::vector<float> logs = f.model->covers(cands.front()) ? f.model->predict_rows(rows) : std::vector<float>{};
   const std::vector<double> learned = logs.empty() ? analytic : std::vector<double>(logs.begin(), logs.end());
   GroupEval g;
