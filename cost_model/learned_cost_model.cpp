@@ -261,7 +261,10 @@ void LearnedCostModel::set_threads(int threads) {
 
 std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t bytes_per_element,
                                               const std::vector<Candidate>& batch) const {
-  if (!knows_arch() || std::none_of(batch.begin(), batch.end(), [&](const Candidate& c) { return covers(c); }))
+  // Outside the training's domains the trees never saw such a schedule: the analytic model predicts it.
+  std::vector<bool> outside(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) outside[i] = !covers(batch[i]);
+  if (!knows_arch() || std::all_of(outside.begin(), outside.end(), [](bool o) { return o; }))
     return make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
   std::vector<std::vector<float>> rows(batch.size());
   // In parallel: a guided search ranks thousands of schedules per shape and batch.
@@ -276,19 +279,11 @@ std::vector<double> LearnedCostModel::predict(const Problem& problem, size_t byt
   const double floor_us = roofline_us(problem, bytes_per_element, arch_);
   std::vector<double> out;
   for (float l : logs) out.push_back(floor_us * std::exp(static_cast<double>(l)));
-  return with_prior_outside_domains(problem, bytes_per_element, batch, out);
-}
-
-std::vector<double> LearnedCostModel::with_prior_outside_domains(const Problem& problem, size_t bytes_per_element,
-                                                                 const std::vector<Candidate>& batch,
-                                                                 std::vector<double> learned) const {
-  std::vector<bool> outside(batch.size());
-  for (size_t i = 0; i < batch.size(); ++i) outside[i] = !covers(batch[i]);
-  if (std::none_of(outside.begin(), outside.end(), [](bool o) { return o; })) return learned;
+  if (std::none_of(outside.begin(), outside.end(), [](bool o) { return o; })) return out;
   const std::vector<double> analytic = make_analytic_cost_model(arch_)->predict(problem, bytes_per_element, batch);
   for (size_t i = 0; i < batch.size(); ++i)
-    if (outside[i]) learned[i] = analytic[i];
-  return learned;
+    if (outside[i]) out[i] = analytic[i];
+  return out;
 }
 
 void LearnedCostModel::update(const Problem& problem, size_t bytes_per_element, const std::vector<Candidate>& batch,

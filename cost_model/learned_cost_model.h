@@ -131,10 +131,6 @@ class LearnedCostModel final : public CostModel {
   SchedulePrior prior_;
   // The group of a problem's samples among those updates have seen.
   uint32_t problem_group(const Problem& problem);
-  // `learned` (predict's times of `batch`) with the analytic model's for
-  // the candidates outside the training's domains.
-  std::vector<double> with_prior_outside_domains(const Problem& problem, size_t bytes_per_element,
-                                                 const std::vector<Candidate>& batch, std::vector<double> learned) const;
   // Boosts the trees that updates since the last refit asked for.
   void refit() const;
 
