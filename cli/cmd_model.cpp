@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -21,6 +22,9 @@ po::options_description cmd_model_options() {
        "`train`: the model file (default: beside the database, DB.cost-model.json); `eval`: a JSON report")
       ("hold-out", po::value<std::vector<std::string>>()->multitoken(),
        "`train`: leave these catalog ops' records out (to judge the model on them later)")
+      ("hold-out-gpu", po::value<std::vector<std::string>>()->multitoken(),
+       "`train`: leave the records of these GPUs (their gpu_name, e.g. \"NVIDIA H100 80GB HBM3\") out: a model "
+       "that predicts for a GPU it never saw")
       ("rounds", po::value<int>()->default_value(300), "boosting rounds")
       ("depth", po::value<int>()->default_value(6), "tree depth")
       ("eta", po::value<double>()->default_value(0.1), "learning rate")
@@ -95,20 +99,35 @@ CostTrainOptions train_options(const po::variables_map& vm) {
   return o;
 }
 
+// Drops the schedules whose `field` is one of option `name`'s values; a value
+// no schedule has is a typo, not an empty hold-out.
+void leave_out(const po::variables_map& vm, const char* name, const char* what, std::string MeasuredSchedule::*field,
+               std::vector<MeasuredSchedule>* schedules) {
+  if (!vm.count(name)) return;
+  const std::vector<std::string> held = split_list(vm[name].as<std::vector<std::string>>());
+  std::set<std::string> known;
+  for (const auto& s : *schedules) known.insert(s.*field);
+  for (const std::string& v : held)
+    if (!known.count(v)) {
+      std::string names;
+      for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+      throw UserError(std::string("--") + name + " '" + v + "': the database has no measured records of that " +
+                      what + "; it has records of " + names);
+    }
+  schedules->erase(std::remove_if(schedules->begin(), schedules->end(),
+                                  [&](const auto& s) { return std::count(held.begin(), held.end(), s.*field) > 0; }),
+                   schedules->end());
+}
+
 int model_train(const po::variables_map& vm, const std::string& db_path) {
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : default_model_path(db_path);
   const CostTrainOptions options = train_options(vm);
   const std::vector<TuningRecord> records = measured_records(db_path);
   std::vector<MeasuredSchedule> schedules = measured_schedules(records);
-  if (vm.count("hold-out")) {
-    const std::vector<std::string> held = split_list(vm["hold-out"].as<std::vector<std::string>>());
-    for (const std::string& op : held)
-      if (std::none_of(schedules.begin(), schedules.end(), [&](const auto& s) { return s.pattern == op; }))
-        throw UserError("--hold-out '" + op + "': the database has no measured records of that op; see `fusekit list`");
-    schedules.erase(std::remove_if(schedules.begin(), schedules.end(),
-                                   [&](const auto& s) { return std::count(held.begin(), held.end(), s.pattern) > 0; }),
-                    schedules.end());
-  }
+  leave_out(vm, "hold-out", "op", &MeasuredSchedule::pattern, &schedules);
+  leave_out(vm, "hold-out-gpu", "GPU", &MeasuredSchedule::gpu, &schedules);
+  if (schedules.empty() && (vm.count("hold-out") || vm.count("hold-out-gpu")))
+    throw UserError("--hold-out / --hold-out-gpu leave none of the database's records to train on");
   if (schedules.empty())
     throw UserError("database '" + mask_uri(db_path) +
                     "' holds no verified measurements of catalog ops; tune on a GPU or `fusekit db import` some");

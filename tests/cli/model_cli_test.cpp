@@ -60,6 +60,33 @@ TEST_F(ModelCli, TrainsBesideTheDatabaseAndGuidesAModeledTune) {
   }
 }
 
+TEST_F(ModelCli, TrainsWithoutAGpusRecords) {
+  // The sample again as an H100's (ids of their own): a database of two GPUs.
+  const std::string h100 = path("h100.jsonl");
+  const auto copy = run_command("zcat " + kSample + " | sed -e 's/\"gpu_name\":\"NVIDIA H200\"/\"gpu_name\":\"NVIDIA H100 80GB "
+                                "HBM3\"/' -e 's/\"id\":\"..../\"id\":\"ffff/' > " + h100);
+  ASSERT_EQ(copy.code, 0) << copy.out;
+  const std::string db = path("two.db");
+  ASSERT_EQ(fusekit("db import --db " + db + " " + kSample + " " + h100).code, 0);
+  const std::string model = path("no-h100.json");
+  const auto train =
+      fusekit("model train --rounds 5 --members 1 --hold-out-gpu 'NVIDIA H100 80GB HBM3' --db " + db + " --out " + model);
+  ASSERT_EQ(train.code, 0) << train.out;
+  std::ifstream saved(model);
+  ASSERT_TRUE(saved.good());
+  EXPECT_EQ(nlohmann::json::parse(saved)["gpus"], nlohmann::json::array({"NVIDIA H200"}));
+
+  const auto typo = fusekit("model train --hold-out-gpu 'NVIDIA A100' --db " + db);
+  EXPECT_EQ(typo.code, 2) << typo.out;
+  EXPECT_NE(typo.out.find("--hold-out-gpu 'NVIDIA A100': the database has no measured records of that GPU; it has "
+                          "records of NVIDIA H100 80GB HBM3, NVIDIA H200"),
+            std::string::npos)
+      << typo.out;
+  const auto all = fusekit("model train --hold-out-gpu 'NVIDIA H100 80GB HBM3,NVIDIA H200' --db " + db);
+  EXPECT_EQ(all.code, 2) << all.out;
+  EXPECT_NE(all.out.find("leave none of the database's records to train on"), std::string::npos) << all.out;
+}
+
 TEST_F(ModelCli, BadInputNamesTheValue) {
   const std::string db = path("h200.db");
   ASSERT_EQ(fusekit("db import --db " + db + " " + kSample).code, 0);
