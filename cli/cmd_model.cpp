@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "common/errors.h"
