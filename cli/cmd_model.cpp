@@ -13,6 +13,16 @@
 #include "tunedb/tune_db.h"
 
 namespace fusekit {
+namespace {
+
+template <class Names>
+std::string comma_joined(const Names& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
 
 po::options_description cmd_model_options() {
   po::options_description o("model options (fusekit model train|eval)");
@@ -65,8 +75,7 @@ std::shared_ptr<LearnedCostModel> tune_cost_model(const po::variables_map& vm, c
   model->set_arch(arch);
   // The tune ranks and retrains while its measuring worker waits: every core.
   model->set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  std::string domains;
-  for (const std::string& d : model->info().domains) domains += (domains.empty() ? "" : ", ") + d;
+  const std::string domains = comma_joined(model->info().domains);
   std::fprintf(stderr, "fusekit: cost model %s (%zu schedules of %zu records, %s%s%s)\n", path.c_str(),
                model->info().training_samples, model->info().training_records, model->info().trained_at.c_str(),
                model->knows_arch() ? "" : "; no records of this arch in it: the analytic model predicts",
@@ -108,12 +117,9 @@ void leave_out(const po::variables_map& vm, const char* name, const char* what, 
   std::set<std::string> known;
   for (const auto& s : *schedules) known.insert(s.*field);
   for (const std::string& v : held)
-    if (!known.count(v)) {
-      std::string names;
-      for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+    if (!known.count(v))
       throw UserError(std::string("--") + name + " '" + v + "': the database has no measured records of that " +
-                      what + "; it has records of " + names);
-    }
+                      what + "; it has records of " + comma_joined(known));
   schedules->erase(std::remove_if(schedules->begin(), schedules->end(),
                                   [&](const auto& s) { return std::count(held.begin(), held.end(), s.*field) > 0; }),
                    schedules->end());
